@@ -1,0 +1,132 @@
+"""REST endpoints of the conversation (DESIGN.md "Interfaces")."""
+
+from __future__ import annotations
+
+from django.http import Http404
+from drf_spectacular.utils import extend_schema, inline_serializer
+from rest_framework import serializers, status
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from conversation import selectors, services
+from conversation.models import Session, Turn
+from conversation.pipeline import run_turn
+
+
+def _session_or_404(request: Request, session_id: int) -> Session:
+    session = selectors.session_get(user=request.user, session_id=session_id)
+    if session is None:
+        # Another person's session and a missing one answer the same.
+        raise Http404
+    return session
+
+
+class RawTextField(serializers.CharField):
+    """A CharField that lets NUL and other control characters through to the pipeline, which
+    refuses them with a named step and a German sentence instead of a bare 400."""
+
+    def __init__(self, **kwargs: object) -> None:
+        super().__init__(**kwargs)
+        self.validators = [
+            v for v in self.validators if type(v).__name__ != "ProhibitNullCharactersValidator"
+        ]
+
+
+class SessionCreateApi(APIView):
+    class OutputSerializer(serializers.Serializer):
+        id = serializers.IntegerField()
+
+    @extend_schema(request=None, responses={201: OutputSerializer})
+    def post(self, request: Request) -> Response:
+        session = services.session_create(user=request.user)
+        return Response({"id": session.pk}, status=status.HTTP_201_CREATED)
+
+    class ListSerializer(serializers.Serializer):
+        id = serializers.IntegerField()
+        title = serializers.CharField()
+        updated_at = serializers.DateTimeField()
+
+    @extend_schema(responses={200: ListSerializer(many=True)})
+    def get(self, request: Request) -> Response:
+        rows = selectors.session_list(user=request.user)[:100]
+        return Response(self.ListSerializer(rows, many=True).data)
+
+
+class MessageCreateApi(APIView):
+    class InputSerializer(serializers.Serializer):
+        # The length limit is the pipeline's (a named, German refusal), not a 400 here.
+        text = RawTextField(allow_blank=True, trim_whitespace=False)
+
+    @extend_schema(
+        request=InputSerializer,
+        responses={
+            200: inline_serializer(
+                "TurnReply",
+                {
+                    "turn_id": serializers.IntegerField(),
+                    "status": serializers.CharField(),
+                    "reply": serializers.CharField(),
+                    "question": serializers.CharField(allow_null=True),
+                    "records": serializers.ListField(child=serializers.DictField()),
+                },
+            )
+        },
+    )
+    def post(self, request: Request, session_id: int) -> Response:
+        session = _session_or_404(request, session_id)
+        data = self.InputSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        result = run_turn(
+            user=request.user,
+            character=session.character,
+            session=session,
+            text=data.validated_data["text"],
+        )
+        return Response(
+            {
+                "turn_id": result.turn_id,
+                "status": result.status,
+                "step": result.step,
+                "reply": result.reply,
+                "question": result.question,
+                "records": [
+                    {
+                        "path": r.get("path"),
+                        "lines": r.get("lines"),
+                        "citation": r.get("citation"),
+                        **{k: v for k, v in r.items() if k not in {"path", "lines", "citation"}},
+                    }
+                    for r in result.records
+                ],
+            }
+        )
+
+
+class TurnListApi(APIView):
+    class PipelineSerializer(serializers.Serializer):
+        node = serializers.CharField()
+        outcome = serializers.CharField()
+        ms = serializers.IntegerField()
+        details = serializers.JSONField()
+
+    class OutputSerializer(serializers.Serializer):
+        id = serializers.IntegerField()
+        text = serializers.CharField()
+        reply = serializers.SerializerMethodField()
+        status = serializers.CharField()
+        ttft_ms = serializers.IntegerField(allow_null=True)
+        pipeline = serializers.SerializerMethodField()
+
+        def get_reply(self, turn: Turn) -> str:
+            replies = list(turn.replies.all())
+            return replies[-1].text if replies else ""
+
+        def get_pipeline(self, turn: Turn) -> list[dict[str, object]]:
+            return TurnListApi.PipelineSerializer(turn.pipeline.all(), many=True).data
+
+    @extend_schema(responses={200: OutputSerializer(many=True)})
+    def get(self, request: Request, session_id: int) -> Response:
+        session = _session_or_404(request, session_id)
+        turns = selectors.turn_list(user=request.user, session=session)
+        return Response(self.OutputSerializer(turns, many=True).data)

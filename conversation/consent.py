@@ -1,0 +1,545 @@
+"""The one consent reader behind every confirmation gate (seed 000 §3, "Die Deutung").
+
+Pure Python on purpose: no Django import, so every gate (directives, files, knowledge) and the
+benchmark can use it, and its tests need no database.
+
+The grammar is closed: only an answer that *consists of* consent executes. Refusal is read
+first and wins. Everything else, including every word or sign these sets do not know, is
+``unclear`` and costs a second question, never an execution (seed 000 §3: "Ein Wort, das die
+Mengen nicht kennen, kostet eine zweite Frage, nie eine Ausführung").
+
+Public API:
+    read_answer(text, kind="yes_no") -> Reading
+    read_correction(text) -> str | None
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Literal
+
+__all__ = [
+    "ASKING_VERBS",
+    "CLAUSE_SEPARATORS",
+    "CONSENT_PHRASES",
+    "CONSENT_WITH_IST",
+    "CONSENT_WORDS",
+    "DROPPED_SIGNS",
+    "FILLER_WORDS",
+    "IMPERATIVE_SUBJECTS",
+    "IMPERATIVE_VERBS",
+    "NON_REFUSING_WORDS",
+    "POSITIVE_EMOJI",
+    "REFUSAL_STEMS",
+    "REFUSAL_WORDS",
+    "SUBJECT_WORDS",
+    "Kind",
+    "Outcome",
+    "Reading",
+    "read_answer",
+    "read_correction",
+]
+
+Outcome = Literal["consent", "refusal", "unclear"]
+Kind = Literal["yes_no", "choice"]
+
+
+@dataclass(frozen=True, slots=True)
+class Reading:
+    """What an answer to a confirmation question means.
+
+    ``reason`` is a short machine-readable English tag for the pipeline log, e.g.
+    ``refusal_stem:nein``, ``sign:?``, ``word_not_consent:morgen``. ``correction`` is set only
+    when the answer consents *with* a corrected wording (see ``read_correction``); such an
+    answer is never consent: the gate must ask again with the new wording.
+    """
+
+    outcome: Outcome
+    reason: str
+    correction: str | None = None
+
+    @property
+    def is_consent(self) -> bool:
+        return self.outcome == "consent"
+
+    @property
+    def is_refusal(self) -> bool:
+        return self.outcome == "refusal"
+
+
+# --------------------------------------------------------------------------------------------
+# Closed sets
+# --------------------------------------------------------------------------------------------
+
+# seed 000 §3 point 1: refusal stems, searched as substrings of every word that is not a
+# consent word. Added beyond the seed: "vergiss" ("ja, vergiss es" was ABLEHNUNG-OHNE-STAMM),
+# "nö" (colloquial no), "nie" (never), "nich" (colloquial nicht), "cancel". A stem that also
+# hits harmless words ("Linie", "nötig") only causes a false refusal, which executes nothing.
+# Sorted longest first so the reason names the most specific stem ("nein", not "ne").
+REFUSAL_STEMS: tuple[str, ...] = tuple(
+    sorted(
+        "nein ne nee nicht nich kein lass abbruch abbrech stopp stop vergiss cancel nö nie".split(),
+        key=lambda stem: (-len(stem), stem),
+    )
+)
+
+# Refusals that are too short or too common to search as substrings ("no" is in "noch",
+# "nä" in "nächste"): matched as whole words only.
+REFUSAL_WORDS: frozenset[str] = frozenset({"no", "nope", "nah", "nä", "nix"})
+
+# The substring search for "ne" is very wide: articles, possessives and pronouns contain it.
+# These exact words never refuse, so they are taken out of the stem search; that turns
+# "ja, eine Frage" from a false refusal into a second question. None of them is a consent
+# word, and only "ihnen" is a filler, so removing them from the search can never make an
+# answer consent. "keine"/"keiner" are deliberately absent: they are refusals.
+NON_REFUSING_WORDS: frozenset[str] = frozenset(
+    "eine einen einem einer eines meine meinen meinem meiner meines deine deinen deinem deiner "
+    "deines seine seinen seinem seiner seines ihnen denen jene jenen jener jenes".split()
+)
+
+# seed 000 §3 point 3(a): consent words, matched as whole words only ("ja" never hits "Jahr").
+# Deliberately absent: "gut" (seed: "gut" alone is an acknowledgement, see "gut, ja" below),
+# "super"/"toll"/"prima" (often ironic), "logo" (also a noun), "schon" ("passt schon" and
+# "schon gut" also mean "leave it"), "doch" (a filler particle per seed), "bitte" (filler:
+# "Bitte?" / "Wie bitte" ask back), "machen" ("machen wir das" is a question form),
+# "sicher" alone ("sicher ist sicher" is an idiom, "Sicher" alone often means "are you
+# sure"; only the phrase "na sicher" consents), "bestätige" (also "confirm it [to me]").
+# "mach"/"mach's"/"machs" are the imperative of consent ("Ja, mach das"); see
+# IMPERATIVE_SUBJECTS for "mach ich das".
+CONSENT_WORDS: frozenset[str] = frozenset(
+    "ja jawohl jap jep jup yes ok okay okey oki gerne gern meinetwegen passt klar natürlich "
+    "genau einverstanden unbedingt selbstverständlich freilich bestätigt mach mach's machs".split()
+)
+
+# seed 000 §3 point 3(b): fillers may stand next to consent but never make it. Articles,
+# pronouns, the auxiliary "ist", particles that do not hesitate, and thanks/please.
+# Never here (seed): nouns, numbers, question words, restriction or postponement ("aber",
+# "sondern", "statt", "erst", "nur", "noch", "lieber", "später", "morgen") and "na", "nun",
+# "also". Not here either: indefinite articles other than "ein" ("ja, eine" is more likely a
+# message sent too early than an answer), possessives, and — stricter than the seed — "sehr":
+# as a free filler it turns consent adverbs into adjectives ("sehr genau" = very exact,
+# "sehr klar" = very clear), so it only stands in the phrases "sehr gerne" / "sehr gern".
+FILLER_WORDS: frozenset[str] = frozenset(
+    # articles
+    "der die das den dem des ein "
+    # pronouns
+    "ich du er sie es wir ihr man mir dir mich dich uns euch ihnen "
+    "dies diese dieses dieser diesen diesem "
+    # the auxiliary
+    "ist "
+    # particles that do not hesitate ("sehr" only inside the phrase "sehr gerne", below)
+    "mal doch ruhig "
+    # thanks and please
+    "danke dankeschön bitte".split()
+)
+
+# Beyond the seed (its "Grenzen": "na klar", "gut, ja", "auf jeden Fall" cost a second
+# question): multi-word consents as a closed set of exact word sequences. A phrase counts as
+# one consent word; every other word of the answer is still checked. Between the words of a
+# phrase only ASCII whitespace and at most one comma may stand ("na, klar", "gut, ja").
+# Why each is safe: none contains a restriction, postponement or hesitation once complete;
+# "na" and "gut" stay excluded on their own, so "na ja", "naja", "na gut", "ja gut" and "gut"
+# still ask again. "von mir aus" is the spelled-out "meinetwegen" (a seed consent word);
+# "ich bin einverstanden" / "ich stimme zu" are the full-sentence consents, closed here as
+# whole phrases so that "bin" and "stimme" never become fillers ("bin ich einverstanden"
+# does not match a phrase and asks again). Deliberately absent: "aber gerne" ("aber"
+# restricts, and a rare phrase is not worth a hole next to it), "passt schon" / "schon gut"
+# (also mean "leave it"), "kein Problem" (contains the refusal stem "kein"; refusal first).
+CONSENT_PHRASES: tuple[tuple[str, ...], ...] = tuple(
+    sorted(
+        {
+            ("auf", "jeden", "fall"),
+            ("na", "klar"),
+            ("na", "sicher"),
+            ("alles", "klar"),
+            ("in", "ordnung"),
+            ("geht", "klar"),
+            ("geht", "in", "ordnung"),
+            ("gut", "ja"),
+            ("sehr", "gerne"),
+            ("sehr", "gern"),
+            ("von", "mir", "aus"),
+            ("bin", "einverstanden"),
+            ("ich", "bin", "einverstanden"),
+            ("stimme", "zu"),
+            ("ich", "stimme", "zu"),
+        },
+        key=lambda phrase: (-len(phrase), phrase),
+    )
+)
+
+# seed 000 §3 point 3(d): an asking verb before a subject word in the same clause is a
+# question ("ist das ok", "passt es"). Only "ist" and "passt" can occur in an otherwise
+# consenting answer; the others are listed so the rule still holds if the sets grow.
+ASKING_VERBS: frozenset[str] = frozenset(
+    "ist passt geht klappt stimmt stimme gilt soll sollst sollen kann kannst können darf darfst "
+    "dürfen will willst wollen machst macht machen hast hat haben bist bin sind seid wird wirst "
+    "werden wäre war".split()
+)
+
+# seed 000 §3 point 3(d), verbatim.
+SUBJECT_WORDS: frozenset[str] = frozenset(
+    "der die das ein ich du er sie es wir ihr man dies diese dieses dieser".split()
+)
+
+# Beyond the seed: the auxiliary "ist" turns a consent word into a predicate adjective with
+# another meaning: "ist klar" (understood / ironic "yeah right"), "ist mir klar" (I know),
+# "das ist natürlich" (that is natural), "ist genau". In a clause with "ist", only these
+# consents keep their meaning ("das ist ok", "ja das ist in Ordnung", "ist gut, ja");
+# every other consent word there asks again.
+CONSENT_WITH_IST: frozenset[str] = frozenset(
+    {"ja", "jawohl", "jap", "jep", "jup", "yes", "ok", "okay", "okey", "oki", "in ordnung"}
+    | {"gut ja"}
+)
+
+# Beyond the seed (its "Grenzen": "mach ich das" consented): the imperative of consent has no
+# subject. "mach" next to a personal subject in the same clause is either a question
+# ("mach ich das") or "I'll do it myself" ("ich mach das") — both ask again. "du" stays
+# allowed ("mach du das" is an emphatic imperative); "es"/"das" are objects ("mach es").
+IMPERATIVE_VERBS: frozenset[str] = frozenset({"mach", "mach's", "machs"})
+IMPERATIVE_SUBJECTS: frozenset[str] = frozenset({"ich", "er", "sie", "wir", "ihr", "man"})
+
+# seed 000 §3 point 3(c): the only signs an answer may contain besides letters, digits and
+# the apostrophe. Anything else — every question mark of every script, emoji, symbols,
+# non-ASCII whitespace and dashes — makes the answer unclear.
+ASCII_WHITESPACE: frozenset[str] = frozenset(" \t\n\r\x0b\x0c")
+DROPPED_SIGNS: frozenset[str] = frozenset(".,!;:-()") | ASCII_WHITESPACE
+
+# seed 000 §3 point 3(d): clauses end only here; "-", "(" and ")" do not end one, so
+# "ist - das ok" and "ist (das) ok" still ask.
+CLAUSE_SEPARATORS: frozenset[str] = frozenset(",.!;:")
+
+# Beyond the seed (its "Grenzen": "ja 👍"): a closed set of unambiguously positive emoji is
+# dropped like whitespace. It can never create consent on its own: the rest must still be a
+# complete consent (a consent word, nothing else), so "👍" alone, "👍?" and "ist das ok 👍"
+# stay unclear. Everything else (🤔 ❓ 🙄 😅 👎, ✓ …) stays a sign that asks again. Skin-tone
+# modifiers are accepted after the two hand gestures only, VS16 after any of them.
+_TONED_EMOJI: frozenset[str] = frozenset({"\U0001f44d", "\U0001f44c"})  # 👍 👌
+POSITIVE_EMOJI: frozenset[str] = _TONED_EMOJI | {"\u2705", "\U0001f642", "\U0001f60a"}  # ✅ 🙂 😊
+_POSITIVE_EMOJI_RE = re.compile(
+    f"(?:[{''.join(sorted(_TONED_EMOJI))}][\U0001f3fb-\U0001f3ff]?"
+    f"|[{''.join(sorted(POSITIVE_EMOJI - _TONED_EMOJI))}])\ufe0f?"
+)
+
+# Beyond the seed (its "Grenzen": "Ja…", "ja – gerne"): glyphs that phone keyboards and
+# autocorrect substitute for signs the seed already accepts. Each maps to exactly the ASCII
+# form the user would otherwise have typed, which the seed reads as consent ("ja...",
+# "ja - gerne"), so no reading changes beyond the glyph. Deliberately *not* mapped: the Greek
+# question mark U+037E (Unicode normalisation would turn it into ";", so no normalisation is
+# applied at all), U+00A0 and other non-ASCII spaces, and every other dash or hyphen.
+_GLYPH_MAP = str.maketrans(
+    {
+        "\u2026": "...",  # … horizontal ellipsis
+        "\u2013": "-",  # – en dash
+        "\u2014": "-",  # — em dash
+        "\u2019": "'",  # ’ typographic apostrophe (iOS smart punctuation: "mach’s")
+    }
+)
+
+
+# --------------------------------------------------------------------------------------------
+# Tokens
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class _Token:
+    text: str  # lower-cased word, or the phrase joined by spaces
+    clause: int
+    is_phrase: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class _Scan:
+    words: list[str]  # lower-cased words in order
+    clauses: list[int]  # clause index per word
+    gaps: list[str]  # raw text between word i-1 and word i (gaps[0] is before the first)
+    bad_sign: str | None  # the first sign outside DROPPED_SIGNS, if any
+
+
+def _is_word_char(ch: str) -> bool:
+    return ch.isalnum() or ch == "'"
+
+
+def _scan(text: str) -> _Scan:
+    """Split normalised text into words, clause indices, gaps and the first bad sign.
+
+    Bad signs split words like any separator, so refusal stems are still found around them.
+    """
+    words: list[str] = []
+    clauses: list[int] = []
+    gaps: list[str] = []
+    bad_sign: str | None = None
+    clause = 0
+    word: list[str] = []
+    gap: list[str] = []
+    for ch in text:
+        if _is_word_char(ch):
+            if not word:
+                gaps.append("".join(gap))
+                gap = []
+            word.append(ch)
+            continue
+        if word:
+            words.append("".join(word).lower())
+            clauses.append(clause)
+            word = []
+        gap.append(ch)
+        if ch in CLAUSE_SEPARATORS:
+            clause += 1
+        elif ch not in DROPPED_SIGNS and bad_sign is None:
+            bad_sign = ch
+    if word:
+        words.append("".join(word).lower())
+        clauses.append(clause)
+    return _Scan(words=words, clauses=clauses, gaps=gaps, bad_sign=bad_sign)
+
+
+def _sign_reason(ch: str) -> str:
+    # Non-ASCII signs are named by code point: U+037E looks exactly like ";" in a log.
+    shown = ch if " " < ch < "\x7f" else f"U+{ord(ch):04X}"
+    return f"sign:{shown}"
+
+
+def _normalise(text: str) -> str:
+    return _POSITIVE_EMOJI_RE.sub(" ", text.translate(_GLYPH_MAP))
+
+
+def _refusal(words: list[str]) -> str | None:
+    """seed 000 §3 point 1: the reason of the first refusal, searched outside consent words."""
+    for word in words:
+        if word in CONSENT_WORDS or word in NON_REFUSING_WORDS:
+            # "gerne" and "meinetwegen" contain "ne" but consent.
+            continue
+        if word in REFUSAL_WORDS:
+            return f"refusal_word:{word}"
+        for stem in REFUSAL_STEMS:
+            if stem in word:
+                return f"refusal_stem:{stem}"
+    return None
+
+
+def _phrase_gap_ok(gap: str) -> bool:
+    # Two words are never adjacent without a gap, so an empty core means whitespace only.
+    return "".join(ch for ch in gap if ch not in ASCII_WHITESPACE) in ("", ",")
+
+
+def _tokens(scan: _Scan) -> list[_Token]:
+    """Collapse closed consent phrases into one token each; keep every other word."""
+    tokens: list[_Token] = []
+    words, i = scan.words, 0
+    while i < len(words):
+        for phrase in CONSENT_PHRASES:
+            end = i + len(phrase)
+            if tuple(words[i:end]) == phrase and all(
+                _phrase_gap_ok(scan.gaps[j]) for j in range(i + 1, end)
+            ):
+                tokens.append(_Token(" ".join(phrase), scan.clauses[i], is_phrase=True))
+                i = end
+                break
+        else:
+            tokens.append(_Token(words[i], scan.clauses[i]))
+            i += 1
+    return tokens
+
+
+def _clause_failure(tokens: list[_Token]) -> str | None:
+    """seed 000 §3 point 3(d), plus the subject-less imperative (see IMPERATIVE_SUBJECTS)
+    and consent next to "ist" (see CONSENT_WITH_IST), each judged per clause."""
+    by_clause: dict[int, list[_Token]] = {}
+    for token in tokens:
+        by_clause.setdefault(token.clause, []).append(token)
+    for clause_tokens in by_clause.values():
+        clause_words = [token.text for token in clause_tokens if not token.is_phrase]
+        seen_asking_verb = False
+        for word in clause_words:
+            if seen_asking_verb and word in SUBJECT_WORDS:
+                return "question_word_order"
+            if word in ASKING_VERBS:
+                seen_asking_verb = True
+        if not IMPERATIVE_VERBS.isdisjoint(clause_words) and not IMPERATIVE_SUBJECTS.isdisjoint(
+            clause_words
+        ):
+            return "imperative_with_subject"
+        if "ist" in clause_words:
+            for token in clause_tokens:
+                is_consent = token.is_phrase or token.text in CONSENT_WORDS
+                if is_consent and token.text not in CONSENT_WITH_IST:
+                    return f"predicative_not_consent:{token.text}"
+    return None
+
+
+def _consent_failure(scan: _Scan) -> str | None:
+    """None when the scanned answer consists of consent (seed 000 §3 point 3), else why not.
+
+    Precondition: the refusal search already ran and found nothing.
+    """
+    if scan.bad_sign is not None:
+        return _sign_reason(scan.bad_sign)
+    tokens = _tokens(scan)
+    has_consent = False
+    for token in tokens:
+        if token.is_phrase or token.text in CONSENT_WORDS:
+            has_consent = True
+        elif token.text not in FILLER_WORDS:
+            return f"word_not_consent:{token.text}"
+    if not has_consent:
+        return "no_consent_word"
+    return _clause_failure(tokens)
+
+
+# --------------------------------------------------------------------------------------------
+# Correction at the gate (beyond the seed)
+# --------------------------------------------------------------------------------------------
+
+# Quoted wording: ASCII double and single quotes, German „…“ ‚…‘, English “…” ‘…’, and
+# guillemets both ways. An ASCII single quote opens only outside a word, so the apostrophe in
+# "nenn's" is not read as a quote.
+_QUOTE_RE = re.compile(
+    r'"(?P<a>[^"]+)"'
+    r"|\u201e(?P<b>[^\u201c\u201d\"]+)[\u201c\u201d\"]"
+    r"|\u201c(?P<c>[^\u201d]+)\u201d"
+    r"|\u201a(?P<d>[^\u2018\u2019']+)[\u2018\u2019']"
+    r"|\u2018(?P<e>[^\u2019]+)\u2019"
+    r"|\u00ab(?P<f>[^\u00bb]+)\u00bb"
+    r"|\u00bb(?P<g>[^\u00ab]+)\u00ab"
+    r"|(?<![\w'])'(?P<h>[^']+)'(?!\w)"
+)
+_QUOTE_CHARS = frozenset("\"'\u201e\u201c\u201d\u201a\u2018\u2019\u00ab\u00bb")
+_APOSTROPHE_IN_WORD_RE = re.compile(r"(?<=\w)['\u2019](?=\w)")
+_ABER_RE = re.compile(r"\baber\b", re.IGNORECASE)
+# A quote right after one of these names the wording to replace, not the new one.
+_OLD_WORDING_MARKER_RE = re.compile(
+    r"(?:\b(?:an)?statt|\banstelle(?:\s+von)?|\bnicht|\binstead\s+of)\s*$", re.IGNORECASE
+)
+# The instruction after "aber" is a closed grammar too: words of saying/naming, pronouns,
+# and the markers of replacement. Any other word ("lass 'X' weg", "streich 'X'") means the
+# quote may be a wording to remove, so no correction is read and the gate asks again.
+_INSTRUCTION_WORDS: frozenset[str] = frozenset(
+    # saying and naming
+    "sag sage schreib schreibe nenn nenne nenn's nimm verwende benutz benutze formulier "
+    "formuliere soll sollte heißen heißt lautet lauten "
+    # pronouns, articles and particles
+    "es das sie ihn die den der lieber bitte doch mal einfach "
+    # markers of replacement
+    "statt anstatt anstelle von stattdessen sondern und "
+    # the same in English
+    "say write call use it instead of".split()
+)
+
+
+def _parse_correction(text: str) -> str | None:
+    match = _ABER_RE.search(text)
+    if match is None:
+        return None
+    prefix, instruction = text[: match.start()], text[match.end() :]
+    # The part before "aber" must itself be a complete consent ("ja", "ok gerne").
+    prefix_scan = _scan(_normalise(prefix))
+    if _refusal(prefix_scan.words) is not None or _consent_failure(prefix_scan) is not None:
+        return None
+
+    candidates: list[str] = []
+    residue: list[str] = []
+    last = 0
+    for quote in _QUOTE_RE.finditer(instruction):
+        before = instruction[last : quote.start()]
+        wording = next(group for group in quote.groups() if group is not None).strip()
+        marker = _OLD_WORDING_MARKER_RE.search(before)
+        if marker is not None:
+            # The marker belongs to the old wording; "nicht" here is not a refusal.
+            residue.append(before[: marker.start()])
+        else:
+            residue.append(before)
+            if wording:
+                candidates.append(wording)
+        residue.append(" ")
+        last = quote.end()
+    residue.append(instruction[last:])
+    if len(candidates) != 1:
+        return None
+
+    rest = "".join(residue)
+    if not _QUOTE_CHARS.isdisjoint(_APOSTROPHE_IN_WORD_RE.sub("", rest)):
+        return None  # an unmatched quote: the wording is not readable
+    rest_scan = _scan(_normalise(rest))
+    if rest_scan.bad_sign is not None:
+        return None
+    # Every word outside the quotes must belong to the closed instruction grammar. This also
+    # keeps refusal first: no instruction word refuses, so any refusal outside the quotes
+    # ("lass 'X' weg", "nein, nenn es 'X'") ends the correction and the refusal is read. The
+    # stem search itself is not run here: "nenn" contains "ne" but names, it does not refuse.
+    if any(word not in _INSTRUCTION_WORDS for word in rest_scan.words):
+        return None
+    return candidates[0]
+
+
+def read_correction(text: str) -> str | None:
+    """The corrected wording in an answer like ``ja, aber sag 'Boss' statt 'Chef'``.
+
+    Returns the one new wording when the answer is a complete consent, then "aber", then an
+    instruction of a closed grammar (say/write/name …, optional "statt/anstatt/nicht 'old'")
+    with exactly one quoted new wording; otherwise None. Never a reason to execute:
+    ``read_answer`` reports such an answer as unclear with reason ``correction``.
+    """
+    if not isinstance(text, str):
+        return None
+    return _parse_correction(text)
+
+
+# --------------------------------------------------------------------------------------------
+# The reader
+# --------------------------------------------------------------------------------------------
+
+
+def read_answer(text: str, kind: Kind = "yes_no") -> Reading:
+    """Read the answer to a confirmation question (seed 000 §3, "Die Deutung").
+
+    ``kind`` is ``"yes_no"`` (may consent) or ``"choice"`` (never consents: seed 000 §3, a
+    choice is not read from the answer). Order: empty, correction, refusal (wins), choice,
+    signs, words, word order. Only ``outcome == "consent"`` may execute anything.
+    """
+    if kind not in ("yes_no", "choice"):
+        raise ValueError(f"unknown question kind: {kind!r}")
+    if not isinstance(text, str):
+        return Reading("unclear", "not_text")
+    if not text.strip():
+        return Reading("unclear", "empty")
+
+    if kind == "yes_no":
+        correction = _parse_correction(text)
+        if correction is not None:
+            return Reading("unclear", "correction", correction)
+
+    scan = _scan(_normalise(text))
+    refusal = _refusal(scan.words)
+    if refusal is not None:
+        return Reading("refusal", refusal)
+    if kind == "choice":
+        return Reading("unclear", "choice_never_consents")
+
+    failure = _consent_failure(scan)
+    if failure is not None:
+        return Reading("unclear", failure)
+    _verify_consent(text)
+    return Reading("consent", "consent")
+
+
+def _verify_consent(text: str) -> None:
+    """Independent output check before anything may execute (seed 000 §3, the seed's
+    "Ausgabe-Verifikation"): re-derived from the raw text, raises instead of consenting."""
+    normalised = _normalise(text)
+    for ch in normalised:
+        if not (_is_word_char(ch) or ch in DROPPED_SIGNS):
+            raise RuntimeError(f"consent with a sign: {ch!r}")
+    words = re.findall(r"[\w']+", normalised.lower())
+    phrase_words = {word for phrase in CONSENT_PHRASES for word in phrase}
+    if not words:
+        raise RuntimeError("consent without words")
+    for word in words:
+        if word not in CONSENT_WORDS and word not in FILLER_WORDS and word not in phrase_words:
+            raise RuntimeError(f"consent with a foreign word: {word!r}")
+        if word in CONSENT_WORDS or word in NON_REFUSING_WORDS:
+            continue
+        if word in REFUSAL_WORDS or any(stem in word for stem in REFUSAL_STEMS):
+            raise RuntimeError(f"consent with a refusal: {word!r}")

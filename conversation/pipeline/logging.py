@@ -1,0 +1,58 @@
+"""One PipelineLog row per node per turn, with a named outcome and its milliseconds."""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.utils import timezone
+
+from conversation.models import PipelineLog
+from conversation.pipeline.state import TurnState
+
+logger = logging.getLogger("novaberg.pipeline")
+
+
+@dataclass
+class NodeRecord:
+    node: str
+    outcome: str = ""
+    details: dict[str, Any] = field(default_factory=dict)
+
+
+@contextmanager
+def node_log(state: TurnState, node: str) -> Iterator[NodeRecord]:
+    """Times the node and writes its row. An exception is logged as outcome ``fehler`` (named by
+    its type) and re-raised: a node never ends in silence."""
+    record = NodeRecord(node)
+    started = timezone.now()
+    t0 = time.perf_counter()
+    try:
+        yield record
+    except Exception as exc:
+        record.outcome = "fehler"
+        record.details.setdefault("error", f"{type(exc).__name__}: {exc}"[:500])
+        raise
+    finally:
+        ms = int((time.perf_counter() - t0) * 1000)
+        if not record.outcome:
+            record.outcome = "ohne_ergebnis"
+        position = state.extra.setdefault("_position", 0)
+        state.extra["_position"] = position + 1
+        PipelineLog.objects.create(
+            turn=state.turn,
+            node=node,
+            outcome=record.outcome,
+            details=record.details,
+            ms=ms,
+            started_at=started,
+            position=position,
+        )
+        logger.info(
+            "node finished",
+            extra={"node": node, "outcome": record.outcome, "ms": ms},
+        )

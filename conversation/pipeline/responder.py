@@ -1,0 +1,113 @@
+"""Node: the responder gives the content Nova's voice and streams it to the client.
+
+It sees [IDENTITAET], [KOMMUNIKATION], the content, [REGELN] and, last, [DIREKTIVEN] (seed 000
+§8.1: recency), plus the conversation as messages. A confirmation question is sent exactly as
+stored (the person must see the wording that the gate will execute), not re-voiced.
+"""
+
+from __future__ import annotations
+
+import time
+
+from conversation.pipeline.logging import node_log
+from conversation.pipeline.state import TurnState
+from conversation.prompts import blocks
+from novaberg import llm
+
+LLM_FAILED_TEXT = (
+    "Entschuldige, ich kann gerade nicht antworten: Das Sprachmodell ist nicht erreichbar. "
+    "Versuch es bitte gleich noch einmal."
+)
+
+# Blocks of the responder's system prompt, in order; DIREKTIVEN must stay last.
+RESPONDER_BLOCKS = (
+    "IDENTITAET",
+    "EIGENE_EMOTION",
+    "KOMMUNIKATION",
+    "INHALT",
+    "REGELN",
+    "DIREKTIVEN",
+)
+
+
+def system_prompt(state: TurnState) -> str:
+    parts = {
+        "IDENTITAET": blocks.identity_block(state.character),
+        "KOMMUNIKATION": blocks.communication_block(state.character),
+        "REGELN": blocks.rules_block(),
+    }
+    if state.composer_text:
+        parts["INHALT"] = blocks.content_block(state.composer_text)
+    for name in ("EIGENE_EMOTION", "DIREKTIVEN"):
+        if state.blocks.get(name):
+            parts[name] = state.blocks[name]
+    return "\n\n".join(parts[name] for name in RESPONDER_BLOCKS if name in parts)
+
+
+def messages_for(state: TurnState) -> list[dict[str, str]]:
+    return [
+        {"role": "system", "content": system_prompt(state)},
+        *state.history,
+        {"role": "user", "content": state.text},
+    ]
+
+
+def _emit(state: TurnState, text: str) -> None:
+    if state.on_token is not None and text:
+        state.on_token(text)
+
+
+def run(state: TurnState) -> TurnState:
+    with node_log(state, "responder") as log:
+        result = state.agent_result
+        if result is not None and result.status == "rueckfrage" and result.question:
+            state.reply = result.question
+            state.ttft_ms = state.extra.get("elapsed_ms", lambda: 0)()
+            _emit(state, state.reply)
+            log.outcome = "rueckfrage_wortgleich"
+            return state
+        if result is not None and not state.composer_text:
+            state.composer_text = result.text
+
+        messages = messages_for(state)
+        state.extra["responder_messages"] = messages
+        gateway = llm.get_gateway()
+        hints = {"content": state.composer_text, "text": state.text, "blocks": dict(state.blocks)}
+        t0 = time.perf_counter()
+        tokens: list[str] = []
+        failure = None
+        for event in gateway.stream(messages, purpose="responder", hints=hints):
+            if event.kind == "token":
+                if not tokens:
+                    state.ttft_ms = state.extra.get("elapsed_ms", lambda: 0)()
+                tokens.append(event.text)
+                _emit(state, event.text)
+            elif event.kind == "error":
+                failure = event.failure
+                break
+        state.reply = "".join(tokens)
+        log.details = {
+            "backend": gateway.name,
+            "model": gateway.model,
+            "stream_ms": int((time.perf_counter() - t0) * 1000),
+            "tokens": len(tokens),
+        }
+        if failure is not None:
+            # The person sees a clear sentence; the turn is marked failed (not half-stored).
+            log.outcome = f"llm_{failure.step}"
+            log.details["error"] = failure.message
+            state.status = "fehler"
+            state.step = f"llm_{failure.step}"
+            separator = "\n\n" if state.reply else ""
+            _emit(state, separator + LLM_FAILED_TEXT)
+            state.reply = state.reply + separator + LLM_FAILED_TEXT
+            return state
+        if not state.reply.strip():
+            log.outcome = "leere_antwort"
+            state.status = "fehler"
+            state.step = "leere_antwort"
+            state.reply = LLM_FAILED_TEXT
+            _emit(state, state.reply)
+            return state
+        log.outcome = "gestreamt"
+    return state

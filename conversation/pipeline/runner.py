@@ -1,0 +1,193 @@
+"""run_turn: the whole turn, node after node (DESIGN.md "One turn")."""
+
+from __future__ import annotations
+
+import logging
+import time
+import unicodedata
+from collections.abc import Callable
+
+from django.conf import settings
+from django.db import connection
+from django.utils import timezone
+
+from conversation.models import Character, Session, Turn
+from conversation.pipeline import agent, pending, responder, router
+from conversation.pipeline.state import TurnResult, TurnState
+from novaberg.logging import turn_context
+
+logger = logging.getLogger("novaberg.turn")
+
+HISTORY_TURNS = 12
+CRASH_TEXT = "Entschuldige, da ist bei mir etwas schiefgegangen. Deine Nachricht ist gespeichert."
+
+# Each node takes and returns the state; later issues add enricher, reducer, composer, tribunal
+# and memory between these.
+NODES: list[Callable[[TurnState], TurnState]] = [pending.run, router.run, agent.run, responder.run]
+
+
+def check_input(text: str) -> tuple[str, str | None, str | None]:
+    """Returns (cleaned text, failure step, German reason) for a message from the person."""
+    cleaned = text.replace("\r\n", "\n").replace("\r", "\n")
+    if any(unicodedata.category(ch) == "Cc" and ch not in "\n\t" for ch in cleaned):
+        return (
+            cleaned,
+            "steuerzeichen",
+            (
+                "Deine Nachricht enthält Steuerzeichen, die ich nicht lesen kann. "
+                "Schick sie bitte ohne diese Zeichen noch einmal."
+            ),
+        )
+    if not cleaned.strip():
+        return cleaned, "leer", "Deine Nachricht ist leer – schreib mir bitte etwas."
+    if len(cleaned) > settings.MAX_MESSAGE_CHARS:
+        return (
+            cleaned,
+            "zu_lang",
+            (
+                f"Deine Nachricht ist mit {len(cleaned)} Zeichen zu lang; ich nehme höchstens "
+                f"{settings.MAX_MESSAGE_CHARS} Zeichen an. Teil sie bitte auf."
+            ),
+        )
+    return cleaned.strip(), None, None
+
+
+def history_for(session: Session, before: Turn) -> list[dict[str, str]]:
+    rows = list(
+        Turn.objects.filter(session=session, created_at__lte=before.created_at)
+        .exclude(pk=before.pk)
+        .exclude(status="fehler")
+        .order_by("-created_at", "-id")
+        .values("role", "text")[:HISTORY_TURNS]
+    )
+    return [{"role": r["role"], "content": r["text"]} for r in reversed(rows)]
+
+
+class _SessionLock:
+    """Serialises turns of one session (two tabs sending at once stay ordered): a PostgreSQL
+    advisory lock, held on this thread's connection for the whole turn."""
+
+    def __init__(self, session_id: int) -> None:
+        self.key = session_id
+
+    def __enter__(self) -> None:
+        with connection.cursor() as cur:
+            cur.execute("SELECT pg_advisory_lock(%s, %s)", [7001, self.key])
+
+    def __exit__(self, *exc: object) -> None:
+        with connection.cursor() as cur:
+            cur.execute("SELECT pg_advisory_unlock(%s, %s)", [7001, self.key])
+
+
+def run_turn(
+    *,
+    user: object,
+    character: Character,
+    session: Session,
+    text: str,
+    on_token: Callable[[str], None] | None = None,
+) -> TurnResult:
+    """Run one turn for ``user`` in ``session`` (the caller checked that the session is his)."""
+    t0 = time.perf_counter()
+    cleaned, failed_step, reason = check_input(text)
+    with _SessionLock(session.pk):
+        stored_text = cleaned
+        if failed_step is not None:
+            # PostgreSQL cannot store NUL; the refused message is kept readable and bounded.
+            stored_text = "".join(
+                ch for ch in cleaned if unicodedata.category(ch) != "Cc" or ch in "\n\t"
+            )[: settings.MAX_MESSAGE_CHARS]
+        turn = Turn.objects.create(
+            session=session, role=Turn.Role.USER, text=stored_text, status=Turn.Status.RUNNING
+        )
+        with turn_context(turn.pk):
+            state = TurnState(
+                user=user,  # type: ignore[arg-type]
+                character=character,
+                session=session,
+                text=cleaned,
+                turn=turn,
+                on_token=on_token,
+            )
+            state.extra["elapsed_ms"] = lambda: int((time.perf_counter() - t0) * 1000)
+            if failed_step is not None:
+                state.status, state.step, state.reply = "fehler", failed_step, reason or ""
+                if on_token is not None:
+                    on_token(state.reply)
+                logger.info("turn refused", extra={"step": failed_step})
+            else:
+                state.history = history_for(session, turn)
+                try:
+                    for node in NODES:
+                        state = node(state)
+                except Exception:
+                    logger.exception("turn crashed")
+                    state.status, state.step = "fehler", "absturz"
+                    state.reply = CRASH_TEXT
+                    if on_token is not None:
+                        on_token(state.reply)
+            return _finish(state, t0)
+
+
+def _finish(state: TurnState, t0: float) -> TurnResult:
+    result = state.agent_result
+    if result is not None and state.status != "fehler":
+        state.status = result.status
+        state.step = result.step
+        state.question = result.question
+        state.records = state.records or result.records
+    total_ms = int((time.perf_counter() - t0) * 1000)
+    now = timezone.now()
+    reply_turn = None
+    if state.reply:
+        reply_turn = Turn.objects.create(
+            session=state.session,
+            role=Turn.Role.ASSISTANT,
+            text=state.reply,
+            reply_to=state.turn,
+            status=state.status,
+            composer_text=state.composer_text,
+            records=state.records,
+            created_at=now,
+            finished_at=now,
+        )
+    turn = state.turn
+    turn.status = state.status
+    turn.step = state.step
+    turn.ttft_ms = state.ttft_ms
+    turn.total_ms = total_ms
+    turn.composer_text = state.composer_text
+    turn.records = state.records
+    turn.finished_at = now
+    turn.save(
+        update_fields=[
+            "status",
+            "step",
+            "ttft_ms",
+            "total_ms",
+            "composer_text",
+            "records",
+            "finished_at",
+        ]
+    )
+    Session.objects.filter(pk=state.session.pk).update(updated_at=now)
+    logger.info(
+        "turn finished",
+        extra={
+            "status": state.status,
+            "step": state.step,
+            "ms": total_ms,
+            "ttft_ms": state.ttft_ms,
+        },
+    )
+    return TurnResult(
+        turn_id=turn.pk,
+        reply_turn_id=reply_turn.pk if reply_turn else None,
+        status=state.status,
+        step=state.step,
+        reply=state.reply,
+        question=state.question,
+        records=state.records,
+        ttft_ms=state.ttft_ms,
+        total_ms=total_ms,
+    )

@@ -1,0 +1,284 @@
+"""Novaberg settings: everything comes from the environment, through small typed readers that
+reject bad values loudly (healthchecks' ``hc/settings.py`` habit)."""
+
+from __future__ import annotations
+
+import os
+import secrets
+import sys
+from pathlib import Path
+
+import dj_database_url
+
+from novaberg import embedded
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+
+
+class SettingsError(ValueError):
+    pass
+
+
+def env_str(name: str, default: str = "") -> str:
+    return os.environ.get(name, default).strip()
+
+
+def env_bool(name: str, default: bool = False) -> bool:
+    raw = os.environ.get(name, "").strip().lower()
+    if not raw:
+        return default
+    if raw in {"1", "true", "yes", "on"}:
+        return True
+    if raw in {"0", "false", "no", "off"}:
+        return False
+    raise SettingsError(f"{name} must be a boolean (true/false), got {raw!r}")
+
+
+def env_int(name: str, default: int, *, minimum: int | None = None) -> int:
+    raw = os.environ.get(name, "").strip()
+    if not raw:
+        return default
+    try:
+        value = int(raw)
+    except ValueError as exc:
+        raise SettingsError(f"{name} must be an integer, got {raw!r}") from exc
+    if minimum is not None and value < minimum:
+        raise SettingsError(f"{name} must be >= {minimum}, got {value}")
+    return value
+
+
+def env_float(name: str, default: float) -> float:
+    raw = os.environ.get(name, "").strip()
+    if not raw:
+        return default
+    try:
+        return float(raw)
+    except ValueError as exc:
+        raise SettingsError(f"{name} must be a number, got {raw!r}") from exc
+
+
+def env_list(name: str, default: str = "") -> list[str]:
+    return [part.strip() for part in os.environ.get(name, default).split(",") if part.strip()]
+
+
+def _fail(message: str) -> None:
+    # One clear line instead of a traceback (issue: failures name the service and the fix).
+    print(f"novaberg: {message}", file=sys.stderr)
+    raise SystemExit(2)
+
+
+DATA_DIR = embedded.data_dir()
+
+
+def _secret_key() -> str:
+    given = env_str("DJANGO_SECRET_KEY")
+    if given:
+        return given
+    path = DATA_DIR / "secret_key"
+    if not path.exists():
+        # Generated once and kept, so sessions survive restarts.
+        path.write_text(secrets.token_urlsafe(64))
+        path.chmod(0o600)
+    return path.read_text().strip()
+
+
+SECRET_KEY = _secret_key()
+DEBUG = env_bool("DJANGO_DEBUG", False)
+ALLOWED_HOSTS = env_list("DJANGO_ALLOWED_HOSTS", "localhost,127.0.0.1,[::1],testserver")
+CSRF_TRUSTED_ORIGINS = env_list("DJANGO_CSRF_TRUSTED_ORIGINS")
+PORT = env_int("NOVABERG_PORT", 8000, minimum=1)
+
+# Production hardening (python manage.py check --deploy): on unless DEBUG; HTTPS-only parts are
+# switched by NOVABERG_HTTPS so that plain-HTTP local use keeps working.
+HTTPS = env_bool("NOVABERG_HTTPS", False)
+SESSION_COOKIE_SECURE = HTTPS
+CSRF_COOKIE_SECURE = HTTPS
+SECURE_SSL_REDIRECT = HTTPS
+SECURE_HSTS_SECONDS = 31536000 if HTTPS else 0
+SECURE_HSTS_INCLUDE_SUBDOMAINS = HTTPS
+SECURE_HSTS_PRELOAD = HTTPS
+SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https") if HTTPS else None
+SECURE_CONTENT_TYPE_NOSNIFF = True
+SECURE_REFERRER_POLICY = "same-origin"
+X_FRAME_OPTIONS = "DENY"
+SESSION_COOKIE_HTTPONLY = True
+
+INSTALLED_APPS = [
+    "daphne",
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "django.contrib.postgres",
+    "rest_framework",
+    "rest_framework.authtoken",
+    "drf_spectacular",
+    "channels",
+    "conversation",
+    "directives",
+    "files",
+    "knowledge",
+]
+
+MIDDLEWARE = [
+    "novaberg.logging.RequestIdMiddleware",
+    "django.middleware.security.SecurityMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+]
+
+ROOT_URLCONF = "novaberg.urls"
+WSGI_APPLICATION = None
+ASGI_APPLICATION = "novaberg.asgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+                "novaberg.context_processors.backend",
+            ],
+        },
+    },
+]
+
+# --- services -----------------------------------------------------------------------------------
+
+try:
+    DATABASE_URL = embedded.database_url()
+    REDIS_URL = embedded.redis_url()
+except embedded.ServiceError as exc:
+    _fail(str(exc))
+
+if env_str("NOVABERG_REDIS_DB"):
+    # `make test` uses its own Redis database so a running `make run` worker never takes a test's
+    # task (and the tests never see the app's queue).
+    REDIS_URL = REDIS_URL.rsplit("/", 1)[0] + "/" + str(env_int("NOVABERG_REDIS_DB", 0, minimum=0))
+
+DATABASES = {"default": dj_database_url.parse(DATABASE_URL, conn_max_age=0)}
+# A Celery worker started by the tests runs against the test database.
+if env_str("NOVABERG_DATABASE_NAME"):
+    DATABASES["default"]["NAME"] = env_str("NOVABERG_DATABASE_NAME")
+DATABASES["default"]["TEST"] = {"NAME": env_str("NOVABERG_TEST_DB_NAME", "test_novaberg")}
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+CHANNEL_LAYERS = {
+    "default": {
+        "BACKEND": "channels_redis.core.RedisChannelLayer",
+        "CONFIG": {"hosts": [REDIS_URL]},
+    }
+}
+
+CELERY_BROKER_URL = REDIS_URL
+CELERY_RESULT_BACKEND = REDIS_URL
+CELERY_TASK_ACKS_LATE = True
+CELERY_TASK_REJECT_ON_WORKER_LOST = True
+CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+CELERY_TASK_SERIALIZER = "json"
+CELERY_ACCEPT_CONTENT = ["json"]
+CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+CELERY_BEAT_SCHEDULE_FILENAME = str(DATA_DIR / "celerybeat-schedule")
+CELERY_BEAT_SCHEDULE: dict[str, dict[str, object]] = {}
+WATCHER_INTERVAL_S = env_int("NOVABERG_WATCHER_INTERVAL_S", 300, minimum=10)
+
+CACHES = {
+    "default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_URL}
+}
+
+# --- LLM and embeddings -------------------------------------------------------------------------
+
+LLM_BASE_URL = env_str("NOVABERG_LLM_BASE_URL")
+LLM_API_KEY = env_str("NOVABERG_LLM_API_KEY")
+LLM_MODEL = env_str("NOVABERG_LLM_MODEL", "gpt-4o-mini")
+LLM_TIMEOUT_S = env_float("NOVABERG_LLM_TIMEOUT_S", 60.0)
+LLM_MAX_RETRIES = env_int("NOVABERG_LLM_MAX_RETRIES", 2, minimum=0)
+
+EMBEDDINGS_BACKEND = env_str("NOVABERG_EMBEDDINGS", "local")
+if EMBEDDINGS_BACKEND not in {"local", "openai"}:
+    _fail(f"NOVABERG_EMBEDDINGS must be 'local' or 'openai', got {EMBEDDINGS_BACKEND!r}")
+EMBEDDINGS_MODEL = env_str("NOVABERG_EMBEDDINGS_MODEL", "text-embedding-3-small")
+EMBEDDINGS_BASE_URL = env_str("NOVABERG_EMBEDDINGS_BASE_URL", LLM_BASE_URL)
+EMBEDDING_DIM = env_int("NOVABERG_EMBEDDING_DIM", 384, minimum=1)
+
+# --- files and knowledge ------------------------------------------------------------------------
+
+# Comma list; empty means nothing can be released (fail closed, DESIGN.md "Files").
+FILES_BOUNDARY = env_list("NOVABERG_FILES_BOUNDARY")
+KNOWLEDGE_DIR = Path(env_str("NOVABERG_KNOWLEDGE_DIR") or str(DATA_DIR / "knowledge"))
+
+# --- API ----------------------------------------------------------------------------------------
+
+REST_FRAMEWORK = {
+    "DEFAULT_AUTHENTICATION_CLASSES": [
+        "rest_framework.authentication.TokenAuthentication",
+        "rest_framework.authentication.SessionAuthentication",
+    ],
+    "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "EXCEPTION_HANDLER": "novaberg.api_errors.exception_handler",
+}
+SPECTACULAR_SETTINGS = {
+    "TITLE": "Novaberg API",
+    "DESCRIPTION": "Nova, a German-speaking companion: sessions, turns, directives, files.",
+    "VERSION": "0.1.0",
+    "SERVE_INCLUDE_SCHEMA": False,
+}
+
+LOGIN_URL = "/login/"
+LOGIN_REDIRECT_URL = "/"
+LOGOUT_REDIRECT_URL = "/login/"
+
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+]
+
+LANGUAGE_CODE = "de"
+TIME_ZONE = "Europe/Berlin"
+USE_I18N = True
+USE_TZ = True
+
+STATIC_URL = "static/"
+STATICFILES_DIRS = [BASE_DIR / "static"]
+STATIC_ROOT = DATA_DIR / "staticfiles"
+
+# --- conversation limits ------------------------------------------------------------------------
+
+MAX_MESSAGE_CHARS = env_int("NOVABERG_MAX_MESSAGE_CHARS", 2000, minimum=1)
+PENDING_QUESTION_TTL_S = env_int("NOVABERG_PENDING_QUESTION_TTL_S", 3600, minimum=1)
+DIRECTIVES_BLOCK_BUDGET_CHARS = env_int("NOVABERG_DIRECTIVES_BLOCK_BUDGET", 4000, minimum=100)
+
+# --- logging: one JSON object per line, request id / turn id on every line ----------------------
+
+LOG_LEVEL = env_str("NOVABERG_LOG_LEVEL", "INFO").upper()
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "filters": {"context": {"()": "novaberg.logging.ContextFilter"}},
+    "formatters": {"json": {"()": "novaberg.logging.JsonFormatter"}},
+    "handlers": {
+        "console": {
+            "class": "logging.StreamHandler",
+            "formatter": "json",
+            "filters": ["context"],
+        }
+    },
+    "root": {"handlers": ["console"], "level": LOG_LEVEL},
+    "loggers": {
+        "django.db.backends": {"level": "WARNING"},
+        "httpx": {"level": "WARNING"},
+        "httpcore": {"level": "WARNING"},
+        "sentence_transformers": {"level": "WARNING"},
+        "pgserver": {"level": "WARNING"},
+    },
+}

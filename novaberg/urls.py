@@ -1,0 +1,32 @@
+from __future__ import annotations
+
+from django.contrib import admin
+from django.urls import include, path
+from drf_spectacular.views import SpectacularAPIView
+from rest_framework.authtoken.views import obtain_auth_token
+
+from conversation import api as conversation_api
+from novaberg.health import healthz
+
+api_patterns = [
+    path("auth/token/", obtain_auth_token, name="api-token"),
+    path("schema/", SpectacularAPIView.as_view(), name="api-schema"),
+    path("sessions/", conversation_api.SessionCreateApi.as_view(), name="api-sessions"),
+    path(
+        "sessions/<int:session_id>/messages/",
+        conversation_api.MessageCreateApi.as_view(),
+        name="api-messages",
+    ),
+    path(
+        "sessions/<int:session_id>/turns/",
+        conversation_api.TurnListApi.as_view(),
+        name="api-turns",
+    ),
+]
+
+urlpatterns = [
+    path("healthz", healthz, name="healthz"),
+    path("admin/", admin.site.urls),
+    path("api/", include(api_patterns)),
+    path("", include("conversation.urls")),
+]

@@ -1,0 +1,125 @@
+"""Shared fixtures: people, sessions, API clients, and a real Celery worker on the test DB."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from django.conf import settings as django_settings
+from rest_framework.authtoken.models import Token
+from rest_framework.test import APIClient
+
+from conversation.models import Character, Session
+from tests.factories import SessionFactory, UserFactory
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(autouse=True)
+def _offline_by_default(settings: Any) -> Iterator[None]:
+    """Every test starts on the offline backend unless it asks for the fake LLM."""
+    from novaberg.llm import reset_gateway
+
+    settings.LLM_BASE_URL = ""
+    reset_gateway()
+    yield
+    reset_gateway()
+
+
+@pytest.fixture
+def user(db: None) -> Any:
+    return UserFactory(username="anna")
+
+
+@pytest.fixture
+def other_user(db: None) -> Any:
+    return UserFactory(username="bert")
+
+
+@pytest.fixture
+def nova(db: None) -> Character:
+    return Character.objects.get(name="Nova")
+
+
+@pytest.fixture
+def session(user: Any, nova: Character) -> Session:
+    return SessionFactory(user=user, character=nova)
+
+
+def token_client(user: Any) -> APIClient:
+    client = APIClient()
+    token, _ = Token.objects.get_or_create(user=user)
+    client.credentials(HTTP_AUTHORIZATION=f"Token {token.key}")
+    return client
+
+
+@pytest.fixture
+def api(user: Any) -> APIClient:
+    return token_client(user)
+
+
+@pytest.fixture
+def other_api(other_user: Any) -> APIClient:
+    return token_client(other_user)
+
+
+@pytest.fixture(scope="session")
+def celery_worker_proc(django_db_setup: None, django_db_blocker: Any) -> Iterator[Any]:
+    """A real Celery worker process (prefork), on the test database and the test Redis DB.
+
+    Tests that hand work to it must use ``transactional_db``: the worker cannot see rows inside
+    a test's open transaction.
+    """
+    env = dict(os.environ)
+    env["NOVABERG_DATABASE_NAME"] = django_settings.DATABASES["default"]["NAME"]
+    env["NOVABERG_REDIS_DB"] = django_settings.REDIS_URL.rsplit("/", 1)[1]
+    env["DJANGO_SETTINGS_MODULE"] = "novaberg.settings"
+    log = open(BASE_DIR / "var" / "test-worker.log", "wb")  # noqa: SIM115
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "celery",
+            "-A",
+            "novaberg",
+            "worker",
+            "-l",
+            "INFO",
+            "--concurrency",
+            "1",
+            "-n",
+            f"test-{os.getpid()}@%h",
+            "--without-gossip",
+            "--without-mingle",
+        ],
+        cwd=BASE_DIR,
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
+    from novaberg.celery import app
+
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError("celery worker exited; see var/test-worker.log")
+        if app.control.ping(timeout=0.5):
+            break
+    else:
+        proc.kill()
+        raise RuntimeError("celery worker did not answer within 60 s")
+    try:
+        yield proc
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+        log.close()

@@ -1,0 +1,125 @@
+"""The HTTP skeleton of DESIGN.md "Interfaces", through the real HTTP stack."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+from rest_framework.test import APIClient
+
+from conversation.models import PipelineLog, Session, Turn
+
+pytestmark = pytest.mark.django_db
+
+
+def test_token_login_and_session_create(user: Any) -> None:
+    client = APIClient()
+    answer = client.post(
+        "/api/auth/token/", {"username": "anna", "password": "geheim123"}, format="json"
+    )
+    assert answer.status_code == 200
+    client.credentials(HTTP_AUTHORIZATION=f"Token {answer.json()['token']}")
+    created = client.post("/api/sessions/", {}, format="json")
+    assert created.status_code == 201
+    assert Session.objects.get(pk=created.json()["id"]).user == user
+
+
+def test_wrong_password_gets_no_token(user: Any) -> None:
+    answer = APIClient().post(
+        "/api/auth/token/", {"username": "anna", "password": "falsch"}, format="json"
+    )
+    assert answer.status_code == 400
+    assert "token" not in answer.json()
+
+
+def test_without_login_the_api_refuses() -> None:
+    assert APIClient().post("/api/sessions/", {}, format="json").status_code == 401
+
+
+def test_message_runs_a_turn_and_returns_the_interface_shape(api: APIClient) -> None:
+    session_id = api.post("/api/sessions/", {}, format="json").json()["id"]
+    answer = api.post(
+        f"/api/sessions/{session_id}/messages/", {"text": "Hallo Nova"}, format="json"
+    )
+    assert answer.status_code == 200
+    body = answer.json()
+    assert set(body) >= {"turn_id", "status", "reply", "question", "records"}
+    assert body["status"] == "abgeschlossen"
+    assert body["reply"]
+    assert body["question"] is None and body["records"] == []
+    turn = Turn.objects.get(pk=body["turn_id"])
+    assert turn.text == "Hallo Nova" and turn.role == "user"
+    nodes = list(PipelineLog.objects.filter(turn=turn).values_list("node", flat=True))
+    assert nodes[0] == "pending" and nodes[-1] == "responder"
+
+
+def test_another_persons_session_answers_404(api: APIClient, other_api: APIClient) -> None:
+    session_id = api.post("/api/sessions/", {}, format="json").json()["id"]
+    stolen = other_api.post(
+        f"/api/sessions/{session_id}/messages/", {"text": "Hallo"}, format="json"
+    )
+    assert stolen.status_code == 404
+    assert other_api.get(f"/api/sessions/{session_id}/turns/").status_code == 404
+    assert not Turn.objects.filter(session_id=session_id).exists()
+    assert api.get("/api/sessions/999999/turns/").status_code == 404
+
+
+def test_turn_list_shows_pipeline_with_a_constant_number_of_queries(api: APIClient) -> None:
+    session_id = api.post("/api/sessions/", {}, format="json").json()["id"]
+    api.post(f"/api/sessions/{session_id}/messages/", {"text": "Eins"}, format="json")
+    with CaptureQueriesContext(connection) as one:
+        first = api.get(f"/api/sessions/{session_id}/turns/")
+    for text in ("Zwei", "Drei", "Vier"):
+        api.post(f"/api/sessions/{session_id}/messages/", {"text": text}, format="json")
+    with CaptureQueriesContext(connection) as four:
+        listed = api.get(f"/api/sessions/{session_id}/turns/")
+    assert first.status_code == listed.status_code == 200
+    turns = listed.json()
+    assert [t["text"] for t in turns] == ["Eins", "Zwei", "Drei", "Vier"]
+    assert all(t["reply"] and t["status"] == "abgeschlossen" for t in turns)
+    assert {p["node"] for p in turns[0]["pipeline"]} >= {"pending", "router", "responder"}
+    assert all(isinstance(p["ms"], int) and p["outcome"] for p in turns[0]["pipeline"])
+    # N+1 guard: four turns cost as many queries as one.
+    assert len(four.captured_queries) == len(one.captured_queries)
+
+
+@pytest.mark.parametrize(
+    ("text", "step"),
+    [
+        pytest.param("", "leer", id="empty"),
+        pytest.param("   \n ", "leer", id="whitespace"),
+        pytest.param("x" * 2001, "zu_lang", id="too-long"),
+        pytest.param("Hallo\x00Welt", "steuerzeichen", id="nul-byte"),
+        pytest.param("Hallo\x1b[31m", "steuerzeichen", id="escape-sequence"),
+    ],
+)
+def test_bad_input_gets_a_named_status_and_a_german_sentence(
+    api: APIClient, text: str, step: str
+) -> None:
+    session_id = api.post("/api/sessions/", {}, format="json").json()["id"]
+    body = api.post(f"/api/sessions/{session_id}/messages/", {"text": text}, format="json").json()
+    assert body["status"] == "fehler"
+    assert body["step"] == step
+    assert body["reply"] and ("Nachricht" in body["reply"])
+    # Nothing of the refused input reached the pipeline nodes.
+    assert not PipelineLog.objects.filter(turn_id=body["turn_id"]).exists()
+
+
+def test_openapi_schema_lists_the_interfaces(api: APIClient) -> None:
+    answer = api.get("/api/schema/", HTTP_ACCEPT="application/json")
+    assert answer.status_code == 200
+    paths = answer.json()["paths"]
+    for path in (
+        "/api/auth/token/",
+        "/api/sessions/",
+        "/api/sessions/{session_id}/messages/",
+        "/api/sessions/{session_id}/turns/",
+    ):
+        assert path in paths
+
+
+def test_request_id_is_echoed(api: APIClient) -> None:
+    answer = api.post("/api/sessions/", {}, format="json", HTTP_X_REQUEST_ID="abc123")
+    assert answer["X-Request-ID"] == "abc123"
