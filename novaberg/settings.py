@@ -258,6 +258,12 @@ MAX_MESSAGE_CHARS = env_int("NOVABERG_MAX_MESSAGE_CHARS", 2000, minimum=1)
 PENDING_QUESTION_TTL_S = env_int("NOVABERG_PENDING_QUESTION_TTL_S", 3600, minimum=1)
 DIRECTIVES_BLOCK_BUDGET_CHARS = env_int("NOVABERG_DIRECTIVES_BLOCK_BUDGET", 4000, minimum=100)
 
+# --- directives (issue 3) ---------------------------------------------------------------------
+
+# --- files (issues 4 and 5) ---------------------------------------------------------------------
+
+# --- conversation (issue 6) ---------------------------------------------------------------------
+
 # --- logging: one JSON object per line, request id / turn id on every line ----------------------
 
 LOG_LEVEL = env_str("NOVABERG_LOG_LEVEL", "INFO").upper()

@@ -22,11 +22,14 @@ api_patterns = [
         conversation_api.TurnListApi.as_view(),
         name="api-turns",
     ),
+    path("", include("directives.api_urls")),
+    path("", include("files.api_urls")),
 ]
 
 urlpatterns = [
     path("healthz", healthz, name="healthz"),
     path("admin/", admin.site.urls),
     path("api/", include(api_patterns)),
+    path("", include("files.urls")),
     path("", include("conversation.urls")),
 ]

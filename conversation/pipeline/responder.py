@@ -12,6 +12,7 @@ import time
 from conversation.pipeline.logging import node_log
 from conversation.pipeline.state import TurnState
 from conversation.prompts import blocks
+from directives.blocks import directives_block
 from novaberg import llm
 
 LLM_FAILED_TEXT = (
@@ -31,6 +32,9 @@ RESPONDER_BLOCKS = (
 
 
 def system_prompt(state: TurnState) -> str:
+    if "DIREKTIVEN" not in state.blocks:
+        # Every reply carries all active directives (seed 000 §1: one not loaded is not obeyed).
+        state.blocks["DIREKTIVEN"] = directives_block(user=state.user)
     parts = {
         "IDENTITAET": blocks.identity_block(state.character),
         "KOMMUNIKATION": blocks.communication_block(state.character),
