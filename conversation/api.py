@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from django.http import Http404
-from drf_spectacular.utils import extend_schema, inline_serializer
+from drf_spectacular.utils import extend_schema, extend_schema_field, inline_serializer
 from rest_framework import serializers, status
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -34,23 +34,23 @@ class RawTextField(serializers.CharField):
 
 
 class SessionCreateApi(APIView):
-    class OutputSerializer(serializers.Serializer):
+    class SessionIdSerializer(serializers.Serializer):
         id = serializers.IntegerField()
 
-    @extend_schema(request=None, responses={201: OutputSerializer})
+    @extend_schema(request=None, responses={201: SessionIdSerializer})
     def post(self, request: Request) -> Response:
         session = services.session_create(user=request.user)
         return Response({"id": session.pk}, status=status.HTTP_201_CREATED)
 
-    class ListSerializer(serializers.Serializer):
+    class SessionListSerializer(serializers.Serializer):
         id = serializers.IntegerField()
         title = serializers.CharField()
         updated_at = serializers.DateTimeField()
 
-    @extend_schema(responses={200: ListSerializer(many=True)})
+    @extend_schema(responses={200: SessionListSerializer(many=True)})
     def get(self, request: Request) -> Response:
         rows = selectors.session_list(user=request.user)[:100]
-        return Response(self.ListSerializer(rows, many=True).data)
+        return Response(self.SessionListSerializer(rows, many=True).data)
 
 
 class MessageCreateApi(APIView):
@@ -103,14 +103,15 @@ class MessageCreateApi(APIView):
         )
 
 
-class TurnListApi(APIView):
-    class PipelineSerializer(serializers.Serializer):
-        node = serializers.CharField()
-        outcome = serializers.CharField()
-        ms = serializers.IntegerField()
-        details = serializers.JSONField()
+class PipelineLogSerializer(serializers.Serializer):
+    node = serializers.CharField()
+    outcome = serializers.CharField()
+    ms = serializers.IntegerField()
+    details = serializers.JSONField()
 
-    class OutputSerializer(serializers.Serializer):
+
+class TurnListApi(APIView):
+    class TurnSerializer(serializers.Serializer):
         id = serializers.IntegerField()
         text = serializers.CharField()
         reply = serializers.SerializerMethodField()
@@ -122,11 +123,12 @@ class TurnListApi(APIView):
             replies = list(turn.replies.all())
             return replies[-1].text if replies else ""
 
+        @extend_schema_field(PipelineLogSerializer(many=True))
         def get_pipeline(self, turn: Turn) -> list[dict[str, object]]:
-            return TurnListApi.PipelineSerializer(turn.pipeline.all(), many=True).data
+            return PipelineLogSerializer(turn.pipeline.all(), many=True).data
 
-    @extend_schema(responses={200: OutputSerializer(many=True)})
+    @extend_schema(responses={200: TurnSerializer(many=True)})
     def get(self, request: Request, session_id: int) -> Response:
         session = _session_or_404(request, session_id)
         turns = selectors.turn_list(user=request.user, session=session)
-        return Response(self.OutputSerializer(turns, many=True).data)
+        return Response(self.TurnSerializer(turns, many=True).data)

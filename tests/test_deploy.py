@@ -1,0 +1,69 @@
+"""`manage.py check --deploy` is clean with the production variables the README names, and the
+embedding dimension setting is checked against the schema."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+
+
+def _check(extra: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
+    env = dict(os.environ)
+    env.update(extra)
+    return subprocess.run(
+        [sys.executable, "manage.py", "check", *args],
+        cwd=BASE_DIR,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def test_check_deploy_is_clean_with_production_variables() -> None:
+    result = _check(
+        {
+            "DJANGO_SECRET_KEY": "x7" * 30 + "-production-secret-key-for-the-check",
+            "DJANGO_ALLOWED_HOSTS": "nova.example.org",
+            "NOVABERG_HTTPS": "true",
+            "DJANGO_CSRF_TRUSTED_ORIGINS": "https://nova.example.org",
+            "DJANGO_DEBUG": "false",
+        },
+        "--deploy",
+        "--fail-level",
+        "WARNING",
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "no issues" in result.stdout
+
+
+def test_debug_is_off_unless_asked() -> None:
+    code = "from django.conf import settings; print(settings.DEBUG)"
+    env = {k: v for k, v in os.environ.items() if k != "DJANGO_DEBUG"}
+    env["DJANGO_SETTINGS_MODULE"] = "novaberg.settings"
+    result = subprocess.run(
+        [sys.executable, "-c", f"import django; django.setup(); {code}"],
+        cwd=BASE_DIR,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.stdout.strip() == "False", result.stderr
+
+
+def test_a_bad_setting_is_one_clear_line() -> None:
+    result = _check({"NOVABERG_EMBEDDINGS": "magic"})
+    assert result.returncode != 0
+    assert "NOVABERG_EMBEDDINGS must be 'local' or 'openai'" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_embedding_dimension_must_match_the_schema() -> None:
+    result = _check({"NOVABERG_EMBEDDING_DIM": "768"})
+    assert result.returncode != 0
+    assert "novaberg.E001" in result.stderr
