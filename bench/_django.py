@@ -41,7 +41,8 @@ def _ensure_database() -> None:
         "dbname": "postgres",
         "user": params.get("USER") or "postgres",
         "password": params.get("PASSWORD") or None,
-        "host": params.get("HOST") or None,
+        # The embedded server has no TCP: its socket folder comes as ?host=… (OPTIONS).
+        "host": params.get("HOST") or (params.get("OPTIONS") or {}).get("host") or None,
         "port": params.get("PORT") or None,
     }
     with psycopg.connect(**{k: v for k, v in conninfo.items() if v}, autocommit=True) as conn:

@@ -116,6 +116,8 @@ def resume(ctx: AgentContext, pending_id: int) -> AgentResult:
             "gate answer read",
             extra={"pending_id": pending.pk, "outcome": reading.outcome, "reason": reading.reason},
         )
+        if reading.outcome != "consent":
+            _notify_answered(agent, ctx, pending, f"{reading.outcome}:{reading.reason}")
         if reading.outcome == "refusal":
             pending.status = PendingQuestion.Status.DISMISSED
             pending.answered_at = timezone.now()
@@ -146,6 +148,20 @@ def resume(ctx: AgentContext, pending_id: int) -> AgentResult:
         if chosen is not None:
             return chosen
     return ask_again(ctx, pending)
+
+
+def _notify_answered(agent: Any, ctx: AgentContext, pending: PendingQuestion, outcome: str) -> None:
+    """Optional agent hook ``answered(ctx, pending, outcome)`` for its audit trail (directives
+    keep every step of a request). Runs in the gate's transaction; a failing hook is logged and
+    never changes what the answer means."""
+    hook = getattr(agent, "answered", None)
+    if hook is None:
+        return
+    try:
+        with transaction.atomic():
+            hook(ctx, pending, outcome)
+    except Exception:
+        logger.exception("gate: answered hook of %s failed", pending.agent)
 
 
 def ask_again(ctx: AgentContext, pending: PendingQuestion) -> AgentResult:

@@ -1,5 +1,15 @@
 from __future__ import annotations
 
-from django.urls import URLPattern, URLResolver
+from django.urls import URLPattern, URLResolver, path
 
-urlpatterns: list[URLPattern | URLResolver] = []
+from directives import api
+
+urlpatterns: list[URLPattern | URLResolver] = [
+    path("directives/", api.DirectiveListApi.as_view(), name="directive-list"),
+    path("directives/<int:directive_id>/", api.DirectiveDetailApi.as_view(), name="directive"),
+    path(
+        "directives/<int:directive_id>/history/",
+        api.DirectiveHistoryApi.as_view(),
+        name="directive-history",
+    ),
+]

@@ -3,3 +3,16 @@ from django.apps import AppConfig
 
 class DirectivesConfig(AppConfig):
     name = "directives"
+    verbose_name = "Direktiven"
+
+    def ready(self) -> None:
+        from conversation.agents import register_agent
+        from directives import tribunal
+        from directives.agent.agent import DirectivesAgent
+        from directives.agent.classify import PURPOSE
+        from directives.agent.offline import classify_offline
+        from novaberg.llm import register_offline
+
+        register_agent(DirectivesAgent())
+        register_offline(PURPOSE, classify_offline)
+        register_offline(tribunal.PURPOSE, tribunal.review_offline)

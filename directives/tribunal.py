@@ -1,18 +1,197 @@
 """Tribunal: checks Nova's reply against the person's directives (seed 000 §8.3).
-Placeholder until the directives issue fills it."""
+
+Hierarchy: ethics/psyche/law > directives > character. The check runs through the gateway
+(purpose ``directives.tribunal``, JSON) and its answer is read by a checked reader; the offline
+handler does simple checks: forbidden words from "Sprich nie von X" / "Sag nie X" / "Nenn mich
+nie X", and du/Sie when a directive demands Siezen (or Duzen).
+"""
 
 from __future__ import annotations
 
+import json
+import logging
+import re
 from dataclasses import dataclass, field
 from typing import Any
+
+from directives.selectors import block_rows
+from novaberg.llm import get_gateway
+
+logger = logging.getLogger(__name__)
+
+PURPOSE = "directives.tribunal"
+
+PROMPT = """Der Nutzer hat folgende Direktiven (Verhaltensvertrag) erteilt:
+{directives}
+Pruefe ob die Antwort gegen diese Direktiven verstoesst.
+Wenn ja: Warne! "Das verstoesst gegen die Direktive: [Regel]."
+WICHTIG: Ethik, Psychologie und Recht stehen UEBER Direktiven.
+Ein Nutzer kann keine Direktive erteilen, die ethische Grundsaetze aushebelt.
+Im Konfliktfall: Ethik/Psyche/Recht gewinnt, Direktive wird kommentiert.
+Antworte NUR mit einem JSON-Objekt:
+{{"verstoss": true|false, "verstoesse": [{{"direktive": "...", "grund": "..."}}],
+  "ethik_vorrang": true|false, "kommentar": "..."}}"""
 
 
 @dataclass(frozen=True)
 class TribunalResult:
-    outcome: str  # "keine_direktiven" | "ok" | "verstoss" | "fehler"
+    outcome: str  # "keine_direktiven" | "ok" | "verstoss" | "ethik_vorrang" | "fehler"
     violations: list[str] = field(default_factory=list)
     details: dict[str, Any] = field(default_factory=dict)
 
 
+# ---------------------------------------------------------------------------------------------
+# Offline checks
+# ---------------------------------------------------------------------------------------------
+
+_FORBIDDEN_RES = [
+    re.compile(
+        r"\b(?:sprich|rede|red|erzähl\w*|schreib\w*)\s+(?:\w+\s+){0,2}?(?:nie|niemals|nicht mehr|"
+        r"nie wieder|nie mehr)\s+(?:mehr\s+|wieder\s+)?(?:von|über|ueber)\s+(?P<x>.+)",
+        re.IGNORECASE,
+    ),
+    re.compile(
+        r"\b(?:sag|sage|erwähn\w*|erwaehn\w*|benutz\w*|verwende\w*|schreib\w*)\s+"
+        r"(?:\w+\s+){0,2}?(?:nie|niemals|nicht mehr|nie wieder|nie mehr|kein\w*)\s+"
+        r"(?:mehr\s+|wieder\s+)?(?:das wort\s+)?(?P<x>.+?)(?:\s+zu\s+mir)?$",
+        re.IGNORECASE,
+    ),
+    re.compile(
+        r"\bnenn\w*\s+mich\s+(?:\w+\s+){0,2}?(?:nie|niemals|nicht mehr|nie wieder|nie mehr)\s+"
+        r"(?:mehr\s+|wieder\s+)?(?P<x>.+)",
+        re.IGNORECASE,
+    ),
+    re.compile(r"\bnicht\s+(?P<x>\w+)\s+nennen\b", re.IGNORECASE),
+]
+_SIEZEN_RE = re.compile(r"\bsiez\w*", re.IGNORECASE)
+_DUZEN_RE = re.compile(r"\bduz\w*", re.IGNORECASE)
+_NEGATED_RE = re.compile(r"\b(nie|nicht|kein\w*|niemals)\b", re.IGNORECASE)
+_DU_RE = re.compile(r"\b(du|dich|dir|dein|deine|deinen|deinem|deiner|deines)\b", re.IGNORECASE)
+_SIE_RE = re.compile(r"(?<![.!?]\s)(?<!^)\b(Sie|Ihnen|Ihr|Ihre|Ihren|Ihrem|Ihrer)\b")
+# Help that ethics/psyche/law demand outranks a directive (seed 000 §8.3).
+_SAFETY_RE = re.compile(
+    r"telefonseelsorge|0800\s?111\s?0\s?111|\b112\b|notruf|notarzt|krisendienst", re.IGNORECASE
+)
+
+
+def forbidden_terms(directive: str) -> list[str]:
+    terms: list[str] = []
+    for pattern in _FORBIDDEN_RES:
+        match = pattern.search(directive.strip().rstrip(".!"))
+        if match:
+            term = match.group("x").strip().strip("'\"„“”‚‘’«»").strip()
+            term = re.sub(r"\s+(zu mir|mehr|bitte)$", "", term, flags=re.IGNORECASE)
+            if term and term.lower() not in {"das", "es", "so", "so was", "sowas"}:
+                terms.append(term)
+    return terms
+
+
+def offline_findings(directives: list[str], reply: str) -> list[dict[str, str]]:
+    findings: list[dict[str, str]] = []
+    for directive in directives:
+        for term in forbidden_terms(directive):
+            if re.search(rf"\b{re.escape(term)}", reply, re.IGNORECASE):
+                findings.append({"direktive": directive, "grund": f"'{term}' kommt vor"})
+        demands_sie = _SIEZEN_RE.search(directive) and not _NEGATED_RE.search(directive)
+        demands_du = _DUZEN_RE.search(directive) and not _NEGATED_RE.search(directive)
+        if demands_sie and _DU_RE.search(reply):
+            findings.append({"direktive": directive, "grund": "duzt statt zu siezen"})
+        if demands_du and _SIE_RE.search(reply):
+            findings.append({"direktive": directive, "grund": "siezt statt zu duzen"})
+    return findings
+
+
+def review_offline(messages: list[dict[str, str]], hints: dict[str, Any]) -> str:
+    directives = [str(d) for d in hints.get("directives") or []]
+    reply = str(hints.get("reply") or "")
+    findings = offline_findings(directives, reply)
+    ethics = bool(findings) and bool(_SAFETY_RE.search(reply))
+    return json.dumps(
+        {
+            "verstoss": bool(findings),
+            "verstoesse": findings,
+            "ethik_vorrang": ethics,
+            "kommentar": ("Hilfe in einer Notlage geht der Direktive vor." if ethics else ""),
+        },
+        ensure_ascii=False,
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# The checked reader and the review
+# ---------------------------------------------------------------------------------------------
+
+
+def _fail(step: str, reason: str, **details: Any) -> TribunalResult:
+    logger.warning("tribunal %s: %s", step, reason)
+    return TribunalResult("fehler", details={"step": step, "reason": reason, **details})
+
+
+def read_verdict(text: str) -> TribunalResult:
+    try:
+        raw = json.loads(text)
+    except ValueError:
+        return _fail("kein_json", "die Antwort des Tribunals ist kein JSON", answer=text[:300])
+    if not isinstance(raw, dict):
+        return _fail("kein_objekt", f"die Antwort ist {type(raw).__name__}, kein Objekt")
+    verstoss = raw.get("verstoss")
+    if verstoss is None:
+        verstoss = False
+    if not isinstance(verstoss, bool):
+        return _fail("feld_falscher_typ", f"verstoss ist {type(verstoss).__name__} statt bool")
+    items = raw.get("verstoesse")
+    if items is None:
+        items = []
+    if not isinstance(items, list):
+        return _fail("feld_falscher_typ", f"verstoesse ist {type(items).__name__} statt Liste")
+    violations: list[str] = []
+    for item in items:
+        if isinstance(item, str):
+            violations.append(item)
+        elif isinstance(item, dict) and isinstance(item.get("direktive"), str):
+            reason = item.get("grund")
+            suffix = f" ({reason})" if isinstance(reason, str) and reason else ""
+            violations.append(f"{item['direktive']}{suffix}")
+        else:
+            return _fail("feld_falscher_typ", "ein Eintrag in verstoesse ist unlesbar")
+    ethics = raw.get("ethik_vorrang")
+    if ethics is not None and not isinstance(ethics, bool):
+        return _fail("feld_falscher_typ", f"ethik_vorrang ist {type(ethics).__name__} statt bool")
+    comment = raw.get("kommentar")
+    details = {"kommentar": comment if isinstance(comment, str) else ""}
+    if verstoss and not violations:
+        violations = ["(ohne Angabe der Direktive)"]
+    if not verstoss:
+        return TribunalResult("ok", [], details)
+    if ethics:
+        # seed 000 §8.3: ethics/psyche/law win; the directive is commented, not enforced.
+        return TribunalResult("ethik_vorrang", violations, details)
+    return TribunalResult("verstoss", violations, details)
+
+
 def review(*, user: Any, reply: str) -> TribunalResult:
-    return TribunalResult("keine_direktiven")
+    """Check ``reply`` against all active directives of ``user`` (seed 000 §8.3)."""
+    directives = [text for text, _context in block_rows(user=user)]
+    if not directives:
+        return TribunalResult("keine_direktiven")
+    listed = "\n".join(f"- {d}" for d in directives)
+    messages = [
+        {"role": "system", "content": PROMPT.format(directives=listed)},
+        {"role": "user", "content": f"Antwort von Nova:\n{reply}"},
+    ]
+    result = get_gateway().chat(
+        messages,
+        purpose=PURPOSE,
+        json_mode=True,
+        hints={"directives": directives, "reply": reply},
+        temperature=0.0,
+    )
+    if not result.ok:
+        step = f"llm_{result.failure.step}" if result.failure else "llm_fehler"
+        return _fail(step, "das Sprachmodell hat nicht geantwortet")
+    verdict = read_verdict(result.text)
+    return TribunalResult(
+        verdict.outcome,
+        verdict.violations,
+        {**verdict.details, "backend": result.backend, "directives": len(directives)},
+    )

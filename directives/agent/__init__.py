@@ -1,0 +1,1 @@
+"""The directives agent: classify → validate → ask (gate) → execute (seed 000 §3–§7)."""

@@ -1,0 +1,45 @@
+from __future__ import annotations
+
+from django.contrib import admin
+from django.utils.html import format_html_join
+from django.utils.safestring import SafeString
+
+from directives import selectors
+from directives.models import Directive, DirectiveStep
+
+
+class DirectiveStepInline(admin.TabularInline):
+    model = DirectiveStep
+    fields = ("created_at", "step", "action", "source", "outcome", "pending_id", "previous")
+    readonly_fields = fields
+    extra = 0
+    can_delete = False
+
+
+@admin.register(Directive)
+class DirectiveAdmin(admin.ModelAdmin):
+    list_display = ("id", "user", "text", "active", "created_at", "changed_at", "replaces")
+    list_filter = ("active", "user")
+    search_fields = ("text", "context", "user__username")
+    readonly_fields = ("history_chain", "created_at", "changed_at", "replaces")
+    raw_id_fields = ("user",)
+    inlines = [DirectiveStepInline]
+
+    @admin.display(description="Historie (älteste zuerst)")
+    def history_chain(self, obj: Directive) -> SafeString | str:
+        if obj.pk is None:
+            return "-"
+        chain = selectors.directive_chain(user=obj.user, directive_id=obj.pk) or []
+        return format_html_join(
+            "",
+            "<div>#{} {} — {}</div>",
+            ((row.pk, "aktiv" if row.active else "inaktiv", row.text) for row in chain),
+        )
+
+
+@admin.register(DirectiveStep)
+class DirectiveStepAdmin(admin.ModelAdmin):
+    list_display = ("created_at", "user", "step", "action", "source", "outcome", "directive")
+    list_filter = ("step", "action", "source", "user")
+    search_fields = ("request_id", "user__username")
+    readonly_fields = [f.name for f in DirectiveStep._meta.fields]

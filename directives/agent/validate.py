@@ -1,0 +1,339 @@
+"""Validate against the database (seed 000 §6): resolve the target, check its owner and state,
+search by description (ILIKE) when no number was given, check duplicates, and turn the order
+into the exact confirmation question. Never writes.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from conversation.agents import AgentResult
+from directives import selectors
+from directives.agent.classify import Classification
+from directives.models import Directive, DirectiveStep
+from directives.services import MAX_TEXT_CHARS
+
+UNCHANGED = "An deinen Direktiven ist nichts geändert."
+VERB_INFINITIVE = {"update": "ersetzen", "delete": "entfernen", "reactivate": "wiederherstellen"}
+MAX_CHOICES = 5
+_WORD_RE = re.compile(r"[\wäöüß]+", re.IGNORECASE)
+
+
+@dataclass
+class Proposal:
+    action: str
+    question: str
+    payload: dict[str, Any]
+    kind: str = "yes_no"
+    step: str = "rueckfrage"
+
+
+@dataclass
+class Validation:
+    result: AgentResult | None = None
+    proposal: Proposal | None = None
+    step: str = "validiert"
+    details: dict[str, Any] = field(default_factory=dict)
+
+
+def not_found_text(action: str) -> str:
+    # seed 000 §4.4: a foreign and a missing row carry the same answer.
+    verb = VERB_INFINITIVE.get(action, "ändern")
+    return f"Ich finde keine passende Direktive, die ich {verb} könnte. {UNCHANGED}"
+
+
+def _q(text: str) -> str:
+    return f"'{text}'"
+
+
+def question_for(action: str, *, text: str, old_text: str = "", context: str = "") -> str:
+    """The exact wording of the mandatory question (seed 000 §6.1); never "(ID None)"."""
+    shown = _q(text) + (f" (Kontext: {context})" if context else "")
+    if action == "create":
+        return f"Ich soll die Direktive {shown} anlegen. Soll ich das so machen?"
+    if action == "update":
+        return (
+            f"Ich soll die Direktive {_q(old_text)} durch {_q(text)} ersetzen. "
+            "Soll ich das so machen?"
+        )
+    if action == "delete":
+        return f"Ich soll die Direktive {_q(text)} entfernen. Soll ich das so machen?"
+    if action == "reactivate":
+        return f"Ich soll die Direktive {_q(text)} wiederherstellen. Soll ich das so machen?"
+    raise ValueError(f"no question for action {action!r}")
+
+
+def duplicate_question(*, old_text: str, text: str) -> str:
+    # seed 000 §6.2: "Existiert bereits. Aktualisieren?"
+    return (
+        f"Die Direktive {_q(old_text)} existiert bereits. Soll ich sie durch {_q(text)} ersetzen?"
+    )
+
+
+def choice_question(action: str, candidates: list[dict[str, Any]]) -> str:
+    listed = ", ".join(f"[{n}] {_q(c['text'])}" for n, c in enumerate(candidates, start=1))
+    return (
+        f"Dazu passen mehrere Direktiven: {listed}. "
+        f"Welche soll ich {VERB_INFINITIVE.get(action, 'ändern')}?"
+    )
+
+
+def words_of(text: str) -> list[str]:
+    return [w.lower() for w in _WORD_RE.findall(text or "")]
+
+
+def is_same(a: str, b: str) -> bool:
+    return words_of(a) == words_of(b)
+
+
+def is_similar(a: str, b: str) -> bool:
+    wa, wb = set(words_of(a)), set(words_of(b))
+    if not wa or not wb:
+        return False
+    return len(wa & wb) / len(wa | wb) >= 0.6
+
+
+def _proposal(
+    action: str, row: Directive | None, *, request_id: str, text: str = "", context: str = ""
+) -> Proposal:
+    payload: dict[str, Any] = {"action": action, "request_id": request_id}
+    if action == "create":
+        payload.update(text=text, context=context)
+        return Proposal(action, question_for(action, text=text, context=context), payload)
+    assert row is not None
+    payload["directive_id"] = row.pk
+    if action == "update":
+        payload.update(text=text, old_text=row.text)
+        return Proposal(action, question_for(action, text=text, old_text=row.text), payload)
+    payload["text"] = row.text
+    return Proposal(action, question_for(action, text=row.text), payload)
+
+
+def proposal_for_row(action: str, row: Directive, *, request_id: str, text: str = "") -> Proposal:
+    return _proposal(action, row, request_id=request_id, text=text)
+
+
+def _choice(action: str, rows: list[Directive], *, request_id: str, text: str = "") -> Proposal:
+    candidates = [{"id": r.pk, "text": r.text} for r in rows[:MAX_CHOICES]]
+    payload = {
+        "action": action,
+        "request_id": request_id,
+        "candidates": candidates,
+        "text": text,
+    }
+    return Proposal(
+        action, choice_question(action, candidates), payload, kind="choice", step="auswahl"
+    )
+
+
+def _failure(step: str, text: str, **details: Any) -> Validation:
+    return Validation(result=AgentResult("fehler", text, step=step), step=step, details=details)
+
+
+def _not_found(action: str, **details: Any) -> Validation:
+    return Validation(
+        result=AgentResult("fehler", not_found_text(action), step="nicht_gefunden"),
+        step="nicht_gefunden",
+        details=details,
+    )
+
+
+def _read(user: Any) -> Validation:
+    rows = list(selectors.directive_list(user=user, active=True))
+    if not rows:
+        text = "Du hast mir bisher keine Direktiven gegeben."
+    else:
+        lines = [f"{n}. {row.text}" for n, row in enumerate(rows, start=1)]
+        text = "Das sind deine Direktiven, an die ich mich halte:\n" + "\n".join(lines)
+    return Validation(
+        result=AgentResult("abgeschlossen", text, step="gelesen", data={"count": len(rows)}),
+        step="gelesen",
+        details={"count": len(rows)},
+    )
+
+
+def _resolve(
+    user: Any, c: Classification, *, active: bool, description: str
+) -> tuple[list[Directive], str]:
+    """Target rows of the order and how they were found."""
+    if c.target_unknown:
+        return [], "nummer_unbekannt"
+    if c.target_id is not None:
+        row = selectors.directive_get(user=user, directive_id=c.target_id, active=active)
+        return ([row] if row else []), "nummer"
+    rows = selectors.directive_search(user=user, description=description, active=active)
+    if not rows and not active and not selectors.search_terms(description):
+        # "Stelle sie wieder her": no description, so the most recently deleted one.
+        rows = selectors.inactive_restorable(user=user, limit=1)
+    return rows, "suche"
+
+
+def _check_text(text: str) -> Validation | None:
+    if not text.strip():
+        return _failure(
+            "anweisung_leer",
+            f"Ich habe aus deiner Nachricht keine Regel lesen können. {UNCHANGED}",
+        )
+    if len(text) > MAX_TEXT_CHARS:
+        return _failure(
+            "anweisung_zu_lang",
+            f"Diese Regel ist mit {len(text)} Zeichen zu lang; höchstens {MAX_TEXT_CHARS} "
+            f"Zeichen gehen. {UNCHANGED}",
+        )
+    return None
+
+
+def _validate_create(user: Any, c: Classification, request_id: str) -> Validation:
+    text = " ".join(c.anweisung.split())
+    failed = _check_text(text)
+    if failed is not None:
+        return failed
+    active = list(selectors.directive_list(user=user, active=True))
+    for row in active:
+        if is_same(row.text, text):
+            return Validation(
+                result=AgentResult(
+                    "abgeschlossen",
+                    f"Die Direktive {_q(row.text)} gilt bereits. {UNCHANGED}",
+                    step="schon_vorhanden",
+                ),
+                step="schon_vorhanden",
+                details={"directive_id": row.pk},
+            )
+    similar = [row for row in active if is_similar(row.text, text)]
+    if similar:
+        row = similar[0]
+        proposal = _proposal("update", row, request_id=request_id, text=text)
+        proposal.question = duplicate_question(old_text=row.text, text=text)
+        proposal.payload["duplicate"] = True
+        return Validation(proposal=proposal, step="duplikat", details={"directive_id": row.pk})
+    restorable = selectors.inactive_restorable(user=user, limit=200)
+    same = [r for r in restorable if is_same(r.text, text)] or [
+        r for r in restorable if is_similar(r.text, text)
+    ]
+    if same:
+        # seed 000 §6.3: create → reactivate when an inactive matching row exists.
+        proposal = _proposal("reactivate", same[0], request_id=request_id)
+        proposal.payload["autokorrektur"] = "create"
+        return Validation(
+            proposal=proposal, step="autokorrektur", details={"directive_id": same[0].pk}
+        )
+    return Validation(
+        proposal=_proposal(
+            "create", None, request_id=request_id, text=text, context=c.kontext or ""
+        )
+    )
+
+
+def _validate_target(user: Any, c: Classification, request_id: str, message: str) -> Validation:
+    action = c.action
+    if action == "update":
+        text = " ".join(c.anweisung.split())
+        failed = _check_text(text)
+        if failed is not None:
+            return failed
+        description = c.suche or c.anweisung
+    else:
+        text = ""
+        description = c.suche or c.anweisung or message
+    rows, how = _resolve(user, c, active=action != "reactivate", description=description)
+    details = {"how": how, "found": len(rows), "ordinal": c.target_ordinal}
+    if not rows:
+        return _not_found(action, **details)
+    if len(rows) > 1:
+        return Validation(
+            proposal=_choice(action, rows, request_id=request_id, text=text),
+            step="auswahl",
+            details=details,
+        )
+    row = rows[0]
+    if action == "update" and is_same(row.text, text):
+        return Validation(
+            result=AgentResult(
+                "abgeschlossen",
+                f"Die Direktive {_q(row.text)} lautet schon so. {UNCHANGED}",
+                step="schon_vorhanden",
+            ),
+            step="schon_vorhanden",
+        )
+    return Validation(
+        proposal=_proposal(action, row, request_id=request_id, text=text),
+        details={**details, "directive_id": row.pk},
+    )
+
+
+def undo_plan(user: Any) -> tuple[dict[str, Any] | None, str]:
+    """What reverts the person's last verified change: ({deactivate, activate, ...}, sentence)."""
+    latest = (
+        DirectiveStep.objects.filter(user=user, step=DirectiveStep.Step.VERIFIED)
+        .order_by("-created_at", "-id")
+        .first()
+    )
+    if latest is None:
+        return (
+            None,
+            "Es gibt keine Änderung an deinen Direktiven, die ich rückgängig machen könnte.",
+        )
+    if latest.action == "undo":
+        return None, "Die letzte Änderung ist schon rückgängig gemacht."
+    row = selectors.directive_get(user=user, directive_id=latest.directive_id or 0)
+    if row is None:
+        return None, "Die letzte Änderung lässt sich nicht mehr zuordnen."
+    plan: dict[str, Any] = {"of_step": latest.pk, "of_action": latest.action}
+    if latest.action in ("create", "reactivate") and row.active:
+        plan.update(deactivate=[row.pk], activate=[])
+        description = f"die Direktive {_q(row.text)} wieder entfernen"
+    elif latest.action == "delete" and not row.active:
+        plan.update(deactivate=[], activate=[row.pk])
+        description = f"die Direktive {_q(row.text)} wiederherstellen"
+    elif latest.action == "update" and row.active and row.replaces_id:
+        old = selectors.directive_get(user=user, directive_id=row.replaces_id, active=False)
+        if old is None:
+            return None, "Die Direktive vor der letzten Änderung finde ich nicht mehr."
+        plan.update(deactivate=[row.pk], activate=[old.pk])
+        description = f"{_q(row.text)} wieder durch {_q(old.text)} ersetzen"
+    else:
+        return None, "Die letzte Änderung lässt sich nicht mehr rückgängig machen."
+    question = (
+        f"Ich soll die letzte Änderung rückgängig machen und {description}. Soll ich das so machen?"
+    )
+    plan["question"] = question
+    return plan, question
+
+
+def _validate_undo(user: Any, request_id: str) -> Validation:
+    plan, sentence = undo_plan(user)
+    if plan is None:
+        return Validation(
+            result=AgentResult("abgeschlossen", f"{sentence} {UNCHANGED}", step="nichts_zu_tun"),
+            step="nichts_zu_tun",
+        )
+    payload = {
+        "action": "undo",
+        "request_id": request_id,
+        "deactivate": plan["deactivate"],
+        "activate": plan["activate"],
+        "of_step": plan["of_step"],
+    }
+    return Validation(proposal=Proposal("undo", plan["question"], payload), details=payload)
+
+
+def validate(
+    *, user: Any, classification: Classification, request_id: str, message: str = ""
+) -> Validation:
+    c = classification
+    if c.action == "rejected":
+        text = "Das habe ich nicht als Auftrag für deine Direktiven verstanden. " + UNCHANGED
+        return Validation(
+            result=AgentResult("rejected", text, step="rejected", data={"grund": c.grund}),
+            step="rejected",
+        )
+    if c.action == "read":
+        return _read(user)
+    if c.action == "undo":
+        return _validate_undo(user, request_id)
+    if c.action == "create":
+        return _validate_create(user, c, request_id)
+    return _validate_target(user, c, request_id, message)

@@ -1,0 +1,137 @@
+"""Reads of directives. Every function takes the person: no directive is loaded by id alone."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from django.db.models import Q, QuerySet
+
+from directives.models import Directive, DirectiveStep
+
+# Words that say nothing about which directive is meant ("Vergiss die Siez-Regel").
+_SEARCH_STOPWORDS = frozenset(
+    "der die das den dem des ein eine einen einem einer und oder aber mit von vom zu zum zur "
+    "über ueber auf an am im in für fuer bei aus nach vor um mich mir dich dir du ich er sie es "
+    "wir ihr uns euch mein meine meinen deine deinen dein sein seine nie niemals immer mehr "
+    "nicht kein keine keinen wieder bitte ab jetzt sofort regel regeln direktive direktiven "
+    "anweisung anweisungen verbot vergiss vergessen lösch lösche löschen loesch loesche "
+    "entferne entfernen streich streiche darfst darf sollst soll musst muss kannst kann "
+    "reden sprechen sagen sag sprich nenn nenne nennen mach mache machen stelle stell her "
+    "rückgängig dass auch noch so wie was the".split()
+)
+_WORD_RE = re.compile(r"[\wäöüß]+", re.IGNORECASE)
+_REGEL_SUFFIX_RE = re.compile(r"-?(regel|regeln|direktive|direktiven|verbot)$", re.IGNORECASE)
+
+
+def directive_list(*, user: Any, active: bool | None = None) -> QuerySet[Directive]:
+    rows = Directive.objects.filter(user=user)
+    if active is not None:
+        rows = rows.filter(active=active)
+    return rows.order_by("created_at", "id")
+
+
+def directive_get(*, user: Any, directive_id: int, active: bool | None = None) -> Directive | None:
+    """The person's row, or None — a foreign and a missing row look the same (seed 000 §4.4)."""
+    rows = Directive.objects.filter(user=user, pk=directive_id)
+    if active is not None:
+        rows = rows.filter(active=active)
+    return rows.first()
+
+
+def inactive_restorable(*, user: Any, limit: int = 20) -> list[Directive]:
+    """Inactive rows that were deleted (not replaced by an update): candidates to reactivate."""
+    return list(
+        Directive.objects.filter(user=user, active=False, replaced_by__isnull=True).order_by(
+            "-changed_at", "-id"
+        )[:limit]
+    )
+
+
+def _stem(word: str) -> str:
+    word = word.lower()
+    for ending in ("ern", "en", "er", "es", "e", "n", "s"):
+        if len(word) - len(ending) >= 4 and word.endswith(ending):
+            return word[: -len(ending)]
+    return word
+
+
+def search_terms(text: str) -> list[str]:
+    """Content words of a description, stemmed, for the ILIKE search (seed 000 §5.1)."""
+    terms: list[str] = []
+    for raw in _WORD_RE.findall(text or ""):
+        word = _REGEL_SUFFIX_RE.sub("", raw.lower())
+        if len(word) < 3 or word in _SEARCH_STOPWORDS:
+            continue
+        stem = _stem(word)
+        if stem not in terms:
+            terms.append(stem)
+    return terms
+
+
+def directive_search(*, user: Any, description: str, active: bool) -> list[Directive]:
+    """Rows of the person whose text (or context) contains the most description terms (ILIKE)."""
+    terms = search_terms(description)
+    if not terms:
+        return []
+    condition = Q()
+    for term in terms:
+        condition |= Q(text__icontains=term) | Q(context__icontains=term)
+    rows = Directive.objects.filter(condition, user=user, active=active)
+    if not active:
+        rows = rows.filter(replaced_by__isnull=True)
+    scored: list[tuple[int, Directive]] = []
+    for row in rows.order_by("created_at", "id")[:200]:
+        haystack = f"{row.text} {row.context}".lower()
+        scored.append((sum(1 for term in terms if term in haystack), row))
+    if not scored:
+        return []
+    best = max(score for score, _ in scored)
+    return [row for score, row in scored if score == best]
+
+
+def block_rows(*, user: Any) -> list[tuple[str, str]]:
+    """All active directives of the person, oldest first (seed 000 §8.2): one query."""
+    return list(
+        Directive.objects.filter(user=user, active=True)
+        .order_by("created_at", "id")
+        .values_list("text", "context")
+    )
+
+
+def last_change(*, user: Any) -> DirectiveStep | None:
+    """The person's most recent verified write (chat or API): what an undo reverts."""
+    return (
+        DirectiveStep.objects.filter(user=user, step=DirectiveStep.Step.VERIFIED)
+        .exclude(action="undo")
+        .order_by("-created_at", "-id")
+        .first()
+    )
+
+
+def directive_chain(*, user: Any, directive_id: int) -> list[Directive] | None:
+    """The whole update chain the row belongs to, oldest first; None if not the person's."""
+    row = directive_get(user=user, directive_id=directive_id)
+    if row is None:
+        return None
+    first = row
+    seen = {first.pk}
+    while first.replaces_id is not None and first.replaces_id not in seen:
+        previous = directive_get(user=user, directive_id=first.replaces_id)
+        if previous is None:
+            break
+        first = previous
+        seen.add(first.pk)
+    chain = [first]
+    while True:
+        following = Directive.objects.filter(user=user, replaces=chain[-1]).order_by("id").first()
+        if following is None or following.pk in {r.pk for r in chain}:
+            break
+        chain.append(following)
+    return chain
+
+
+def steps_for(*, user: Any, directive_ids: list[int]) -> QuerySet[DirectiveStep]:
+    return DirectiveStep.objects.filter(user=user, directive_id__in=directive_ids).order_by(
+        "created_at", "id"
+    )
