@@ -1,9 +1,73 @@
-"""[AUFZEICHNUNGEN] block for the composer. Placeholder until the Files II issue fills it."""
+"""[AUFZEICHNUNGEN] block for the composer (seed 002 §1a, §10; DESIGN.md "Files").
+
+Its own block, never an entry under [GEDAECHTNIS]: records from files released to Nova are not
+her memory and not her knowledge; they may be wrong or old; when she answers from them she says
+so and names the citation; if a record contradicts her memory she says both. The wording is the
+only thing that carries the provenance across into memory (seed 002 §1a.4).
+"""
 
 from __future__ import annotations
 
 from typing import Any
 
+HEADER = "[AUFZEICHNUNGEN]"
+
+FRAMING = (
+    "Das Folgende sind Aufzeichnungen aus Dateien, die dir freigegeben wurden. "
+    "Es ist nicht deine Erinnerung und nicht dein Wissen. "
+    "Aufzeichnungen können falsch oder veraltet sein. "
+    "Wenn du daraus antwortest, sag das („In den Unterlagen steht …“, "
+    "„Ich habe Aufzeichnungen, die …“) und nenne die Fundstelle. "
+    "Widerspricht eine Aufzeichnung deiner Erinnerung, sag beides."
+)
+CONCEPT_NOTE = (
+    "Ein Konzept oder eine Dokumentation ist kein Beleg dafür, dass etwas existiert oder "
+    "gebaut ist: Sie beschreibt, sie beweist nicht."
+)
+OWN_WORK_NOTE = (
+    "Einträge mit „eigene Funde“ stammen aus deinem eigenen früheren Material; auch sie sind "
+    "Aufzeichnungen mit Fundstelle, keine Erinnerung."
+)
+ARCHIVED_LABEL = "archiviert — abgelöst, nicht geltend"
+
+
+def _size(size: int) -> str:
+    if size < 1024:
+        return f"{size} Bytes"
+    if size < 1024 * 1024:
+        return f"{size / 1024:.1f} KB".replace(".", ",")
+    return f"{size / (1024 * 1024):.1f} MB".replace(".", ",")
+
+
+def _entry(n: int, record: dict[str, Any]) -> str:
+    own = record.get("eigentum") == "figur"
+    kind = "eigene Funde (dein früheres Material)" if own else "Material der Person"
+    head = (
+        f"{n}. Fundstelle: {record['citation']} · Treffer: {record.get('strength', 'schwach')} · "
+        f"Größe: {_size(int(record.get('size') or 0))} · Herkunft: {kind}"
+    )
+    lines = [head]
+    if record.get("archived"):
+        lines.append(f"   Status: {ARCHIVED_LABEL}")
+    if record.get("concept"):
+        lines.append("   Art: Konzept — beschreibt, beweist nicht")
+    if record.get("changed"):
+        lines.append("   Hinweis: Die Datei hat sich seit dem Indexieren geändert.")
+    if record.get("summary"):
+        lines.append(f"   Zusammenfassung: {record['summary']}")
+    if record.get("excerpt"):
+        lines.append(f"   Auszug: „{record['excerpt']}“")
+    return "\n".join(lines)
+
 
 def records_block(records: list[dict[str, Any]]) -> str:
-    return ""
+    """The block text, or "" when there is nothing relevant (no empty block in the prompt)."""
+    if not records:
+        return ""
+    parts = [HEADER, FRAMING]
+    if any(r.get("concept") or r.get("archived") for r in records):
+        parts.append(CONCEPT_NOTE)
+    if any(r.get("eigentum") == "figur" for r in records):
+        parts.append(OWN_WORK_NOTE)
+    parts.extend(_entry(n, r) for n, r in enumerate(records, start=1))
+    return "\n".join(parts)

@@ -23,6 +23,8 @@ class FileRoot(models.Model):
         FIGUR = "figur", "Novas eigenes Material"
 
     class State(models.TextChoices):
+        # Released through the API/UI, dry run shown, waiting for the explicit confirm.
+        REQUESTED = "angefragt", "angefragt"
         ACTIVE = "aktiv", "aktiv"
         SUSPENDED = "stillgelegt", "stillgelegt"
 
@@ -35,6 +37,9 @@ class FileRoot(models.Model):
     include_globs = models.JSONField(default=list, blank=True)
     exclude_globs = models.JSONField(default=list, blank=True)
     file_count_at_release = models.IntegerField(default=0)
+    # The dry run the person saw before consenting: files, skipped {reason: n}, total_bytes.
+    dry_run = models.JSONField(default=dict, blank=True)
+    released_at = models.DateTimeField(null=True, blank=True)
     # Progress of the running / last watcher run: {"done", "total", "running"}.
     progress = models.JSONField(default=dict, blank=True)
     # Counts of the last run: new, changed, unchanged, gone, skipped {reason: n}, errors.

@@ -1,10 +1,29 @@
-"""Per-turn retrieval over the pair's released files (seed 002 §2/§3.0).
-Placeholder until the Files II issue fills it."""
+"""Per-turn retrieval over the pair's released files (seed 002 §2/§3.0, seed 004 v0.13/v0.15).
+
+The enricher path: every turn, no model call, the turn's ONE vector (the same vector memory and
+library use — never a second embedding of the same text). Hybrid search (``files.search``) picks
+at most K files; for each, the best block of its block map gives the citation (path:lines) and
+a short excerpt, read through the resolved-path-checked reader (``files.reading``).
+"""
 
 from __future__ import annotations
 
+import re
+import time
 from dataclasses import dataclass, field
 from typing import Any
+
+from django.db import connection
+
+from files import reading
+from files.models import IndexEntry
+from files.search import Hit, _vector_literal, hybrid_search
+
+EXCERPT_CHARS = 280
+# A block whose text contains a query stem that is also a keyword of the file wins over a block
+# that is merely closer in embedding space (measured: "Schrühbrand" question → the Glasurbrand
+# block by cosine alone).
+BLOCK_KEYWORD_BONUS = 0.15
 
 
 @dataclass(frozen=True)
@@ -20,4 +39,143 @@ class RetrievalResult:
 def records_for_turn(
     *, user: Any, character: Any, query_vector: list[float] | None, text: str
 ) -> RetrievalResult:
-    return RetrievalResult(log={"hits": 0})
+    """At most K records of the pair's active roots for this turn; [] when nothing is relevant.
+
+    ``query_vector`` is the turn vector computed once by the enricher; None (embedding failed)
+    leaves the lexical channel alone working.
+    """
+    started = time.perf_counter()
+    outcome = hybrid_search(user=user, character=character, query_vector=query_vector, text=text)
+    records = records_from_hits(
+        user=user,
+        character=character,
+        hits=outcome.hits,
+        query_vector=query_vector,
+        stems=outcome.query_lexemes,
+    )
+    cosines = [r["cosine"] for r in records if r["cosine"] is not None]
+    log = {
+        "hits": len(records),
+        "channels": [r["channel"] for r in records],
+        "citations": [r["citation"] for r in records],
+        "worst_cosine": round(min(cosines), 4) if cosines else None,
+        "ms": round((time.perf_counter() - started) * 1000, 2),
+        **outcome.log,
+    }
+    return RetrievalResult(records=records, log=log)
+
+
+def records_from_hits(
+    *,
+    user: Any,
+    character: Any,
+    hits: list[Hit],
+    query_vector: list[float] | None,
+    stems: list[str],
+) -> list[dict[str, Any]]:
+    if not hits:
+        return []
+    entries = {
+        e.id: e
+        for e in IndexEntry.objects.filter(id__in=[h.entry_id for h in hits]).select_related("root")
+    }
+    block_scores = _block_cosines([h.entry_id for h in hits], query_vector)
+    records: list[dict[str, Any]] = []
+    for hit in hits:
+        entry = entries[hit.entry_id]
+        blocks = reading.block_map_of(entry)
+        read = reading.zeilen_lesen(
+            user=user,
+            character=character,
+            path=entry.rel_path,
+            start=1,
+            end=None,
+            root_id=entry.root_id,
+        )
+        lines = read.text.splitlines() if read.ok else []
+        best = _best_block(entry, blocks, lines, block_scores, stems)
+        start, end = (best["line_start"], best["line_end"]) if best else (1, entry.line_count or 1)
+        excerpt = ""
+        if read.ok:
+            body = [ln for ln in lines[start - 1 : end] if ln.strip()]
+            excerpt = " ".join(ln.strip() for ln in body)
+            if len(excerpt) > EXCERPT_CHARS:
+                excerpt = excerpt[: EXCERPT_CHARS - 1].rsplit(" ", 1)[0] + " …"
+        records.append(
+            {
+                "entry_id": entry.id,
+                "root_id": entry.root_id,
+                "path": entry.rel_path,
+                "lines": f"{start}-{end}",
+                "citation": f"{entry.rel_path}:{start}-{end}",
+                "heading": (best or {}).get("heading", ""),
+                "channel": hit.channel,
+                "strength": hit.strength,
+                "rank": hit.rank,
+                "size": entry.size,
+                "eigentum": entry.root.eigentum,
+                "archived": bool(entry.archived),
+                "concept": _is_concept(entry),
+                "topic": entry.topic,
+                "summary": entry.summary,
+                "excerpt": excerpt,
+                "changed": read.changed,
+                "readable": read.ok,
+                "cosine": round(hit.cosine, 4) if hit.cosine is not None else None,
+                "keywords_matched": hit.matched_keywords,
+            }
+        )
+    return records
+
+
+def _block_cosines(
+    entry_ids: list[int], query_vector: list[float] | None
+) -> dict[tuple[int, int], float]:
+    if query_vector is None:
+        return {}
+    from files.models import IndexBlock
+
+    with connection.cursor() as cur:
+        cur.execute(
+            f"SELECT entry_id, ordinal, 1 - (embedding <=> %s::vector) "
+            f"FROM {IndexBlock._meta.db_table} "
+            "WHERE entry_id = ANY(%s) AND embedding IS NOT NULL",
+            [_vector_literal(query_vector), entry_ids],
+        )
+        return {(int(e), int(o)): float(c) for e, o, c in cur.fetchall()}
+
+
+def _best_block(
+    entry: IndexEntry,
+    blocks: list[dict[str, Any]],
+    lines: list[str],
+    scores: dict[tuple[int, int], float],
+    stems: list[str],
+) -> dict[str, Any] | None:
+    if not blocks:
+        return None
+    keyword_stems = [
+        s
+        for s in stems
+        if len(s) >= 4 and any(s in k.casefold() or k.casefold() in s for k in entry.keywords)
+    ]
+
+    def score(block: dict[str, Any]) -> float:
+        body = "\n".join(lines[block["line_start"] - 1 : block["line_end"]]).casefold()
+        body += "\n" + (block.get("heading") or "").casefold()
+        bonus = sum(BLOCK_KEYWORD_BONUS for s in keyword_stems if s in body)
+        # A title-only block (heading and nothing else) is a poor citation.
+        # A title block (heading + intro) is a poor citation when the file has sections.
+        short = block["line_end"] - block["line_start"] < 3
+        size_penalty = 0.05 if short and len(blocks) > 1 else 0.0
+        return scores.get((entry.id, block["ordinal"]), 0.0) + bonus - size_penalty
+
+    return max(blocks, key=score)
+
+
+_CONCEPT = re.compile(r"(konzept|concept|entwurf|spezifikation|design)", re.IGNORECASE)
+
+
+def _is_concept(entry: IndexEntry) -> bool:
+    """A concept document describes, it does not prove (seed 002 §10)."""
+    return bool(_CONCEPT.search(entry.rel_path) or _CONCEPT.search(entry.topic or ""))

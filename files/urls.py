@@ -1,5 +1,9 @@
 from __future__ import annotations
 
-from django.urls import URLPattern, URLResolver
+from django.urls import URLPattern, URLResolver, path
 
-urlpatterns: list[URLPattern | URLResolver] = []
+from files import views
+
+urlpatterns: list[URLPattern | URLResolver] = [
+    path("roots/", views.roots_page, name="roots"),
+]

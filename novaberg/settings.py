@@ -262,7 +262,56 @@ DIRECTIVES_BLOCK_BUDGET_CHARS = env_int("NOVABERG_DIRECTIVES_BLOCK_BUDGET", 4000
 
 # --- files (issues 4 and 5) ---------------------------------------------------------------------
 
+# Files II (issue 5): retrieval per turn and reads. The dense floor is calibrated per embedding
+# model (manage.py calibrate_floor -> RetrievalCalibration); this fallback holds only until then.
+# Measured with all-MiniLM-L6-v2 on German notes: unrelated questions reach 0.37-0.39.
+FILES_RETRIEVAL_K = env_int("NOVABERG_FILES_RETRIEVAL_K", 3, minimum=1)
+FILES_DENSE_FLOOR_FALLBACK = env_float("NOVABERG_FILES_DENSE_FLOOR_FALLBACK", 0.40)
+FILES_DENSE_MARGIN_FALLBACK = env_float("NOVABERG_FILES_DENSE_MARGIN_FALLBACK", 0.05)
+# Up to this many index rows of a pair, the dense channel scans them exactly (filter first);
+# above it, HNSW with a raised ef_search (pgvector 0.6 filters after the index scan).
+FILES_EXACT_SCAN_MAX_ROWS = env_int("NOVABERG_FILES_EXACT_SCAN_MAX_ROWS", 5000, minimum=1)
+FILES_HNSW_EF_SEARCH = env_int("NOVABERG_FILES_HNSW_EF_SEARCH", 400, minimum=1)
+FILES_RRF_K = env_int("NOVABERG_FILES_RRF_K", 60, minimum=1)
+FILES_LEXICAL_WEIGHT = env_float("NOVABERG_FILES_LEXICAL_WEIGHT", 1.0)
+FILES_READ_MAX_LINES = env_int("NOVABERG_FILES_READ_MAX_LINES", 200, minimum=1)
+FILES_GREP_MAX_LINES = env_int("NOVABERG_FILES_GREP_MAX_LINES", 50, minimum=1)
+FILES_GREP_TIME_LIMIT_S = env_float("NOVABERG_FILES_GREP_TIME_LIMIT_S", 2.0)
+FILES_QUERY_MAX_CHARS = env_int("NOVABERG_FILES_QUERY_MAX_CHARS", 300, minimum=10)
+
+# Relative paths in a release ("Notizen") are resolved against this directory, like "~/Notizen".
+FILES_BASE_DIR = Path(env_str("NOVABERG_FILES_BASE_DIR") or str(Path.home()))
+# Files above this size are skipped with reason "zu_gross" (never read).
+FILES_MAX_BYTES = env_int("NOVABERG_FILES_MAX_BYTES", 20 * 1024 * 1024, minimum=1)
+# Fast path: a file whose (size, mtime_ns, ctime_ns, inode) is unchanged is not re-hashed. A tool
+# can set mtime back but not ctime, so a same-size-same-mtime rewrite still changes the key.
+FILES_FAST_PATH = env_bool("NOVABERG_FILES_FAST_PATH", True)
+# Every root gets a full-hash verification run at least this often (0 = every run hashes all).
+FILES_FULL_HASH_EVERY_S = env_int("NOVABERG_FILES_FULL_HASH_EVERY_S", 24 * 3600, minimum=0)
+# Beat: how often every active root is walked.
+FILES_INDEX_EVERY_S = env_int("NOVABERG_FILES_INDEX_EVERY_S", 15 * 60, minimum=10)
+# Text of one file handed to the enricher (LLM or offline extraction).
+FILES_ENRICH_MAX_CHARS = env_int("NOVABERG_FILES_ENRICH_MAX_CHARS", 6000, minimum=200)
+# Tests only: a pause per file so a test can kill a worker in the middle of a run.
+FILES_TEST_DELAY_PER_FILE_S = env_float("NOVABERG_FILES_TEST_DELAY_PER_FILE_S", 0.0)
+CELERY_BEAT_SCHEDULE["files-index-roots"] = {
+    "task": "files.tasks.index_all_roots",
+    "schedule": float(FILES_INDEX_EVERY_S),
+}
+
 # --- conversation (issue 6) ---------------------------------------------------------------------
+
+# Short-term memory lives this long unless promoted; long-term memory does not expire.
+MEMORY_SHORT_TTL_DAYS = env_int("NOVABERG_MEMORY_SHORT_TTL_DAYS", 14, minimum=1)
+# Cosine floor for [GEDAECHTNIS] (MiniLM on German: unrelated texts still reach ~0.39).
+MEMORY_FLOOR = env_float("NOVABERG_MEMORY_FLOOR", 0.45)
+MEMORY_K = env_int("NOVABERG_MEMORY_K", 5, minimum=1)
+# A short-term entry is promoted to long-term memory once its salience reaches this value.
+MEMORY_PROMOTE_SALIENCE = env_float("NOVABERG_MEMORY_PROMOTE_SALIENCE", 0.8)
+# Messages a chat socket's channel may hold before sends fail (channels_redis default: 100).
+CHANNEL_LAYERS["default"]["CONFIG"]["capacity"] = env_int(
+    "NOVABERG_CHANNEL_CAPACITY", 1000, minimum=100
+)
 
 # --- logging: one JSON object per line, request id / turn id on every line ----------------------
 

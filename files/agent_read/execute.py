@@ -1,0 +1,163 @@
+"""Request path, step 2: run the read tools and answer for [AUFGABE] with citations.
+
+Reads only — nothing here writes. "Nothing fits" is a full answer that says what was searched;
+a cut read says that it was cut.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from conversation.agents import AgentContext, AgentResult
+from files import reading
+from files.agent_read.classify import ReadRequest
+from files.retrieval import records_from_hits
+from files.search import hybrid_search
+
+SEARCH_LIMIT = 8  # the request path asks for more than K
+
+
+def _cut_note(result: reading.ReadResult) -> str:
+    if not result.cut:
+        return ""
+    return (
+        f" (gekürzt: höchstens {result.line_end - result.line_start + 1} Zeilen je Lesen; "
+        f"die Datei hat {result.extra.get('total_lines', '?')} Zeilen)"
+    )
+
+
+def _record(result: reading.ReadResult) -> dict[str, Any]:
+    return {
+        "root_id": result.root_id,
+        "path": result.path,
+        "lines": f"{result.line_start}-{result.line_end}",
+        "citation": result.citation,
+    }
+
+
+def _searched_scope(ctx: AgentContext) -> str:
+    roots = reading.pair_roots(user=ctx.user, character=ctx.character)
+    files = sum(r.entries.filter(state="vorhanden").count() for r in roots)
+    return f"{files} Dateien in {len(roots)} freigegebenen Verzeichnissen"
+
+
+def _missing_file(ctx: AgentContext, name: str) -> AgentResult:
+    return AgentResult(
+        "abgeschlossen",
+        f"Eine Datei „{name}“ finde ich in deinen freigegebenen Verzeichnissen nicht "
+        f"(gesucht in {_searched_scope(ctx)}).",
+        step="datei_unbekannt",
+    )
+
+
+def run(ctx: AgentContext, request: ReadRequest) -> AgentResult:
+    if request.kind in {"notizen", "suche"}:
+        return _search(ctx, request)
+    entry = reading.find_entry(user=ctx.user, character=ctx.character, name=request.file)
+    if entry is None:
+        return _missing_file(ctx, request.file)
+    if request.kind == "zeilen":
+        result = reading.zeilen_lesen(
+            user=ctx.user,
+            character=ctx.character,
+            path=entry.rel_path,
+            start=request.line_start,
+            end=request.line_end,
+            root_id=entry.root_id,
+        )
+    elif request.kind == "abschnitt":
+        result = reading.block_lesen(
+            user=ctx.user, character=ctx.character, entry=entry, block=request.block
+        )
+    else:
+        level = 2 if request.kind == "gliederung" else 1
+        result = reading.zoom(user=ctx.user, character=ctx.character, entry=entry, level=level)
+    if not result.ok:
+        return AgentResult("fehler", result.message, step=result.step)
+    note = reading.changed_note(result)
+    heading = result.extra.get("heading")
+    title = f" („{heading}“)" if heading else ""
+    text = f"Aus {result.citation}{title}{_cut_note(result)}:\n{result.text}" + (
+        f"\n{note}" if note else ""
+    )
+    return AgentResult("abgeschlossen", text, step="gelesen", records=[_record(result)])
+
+
+def _search(ctx: AgentContext, request: ReadRequest) -> AgentResult:
+    from novaberg.embeddings import EmbeddingError, embed_one
+
+    query = request.query
+    parts: list[str] = []
+    records: list[dict[str, Any]] = []
+    if request.kind == "suche":
+        grep = reading.datei_grep(user=ctx.user, character=ctx.character, pattern=query)
+        if grep.status != "ok":
+            return AgentResult("fehler", grep.message, step=grep.step)
+        if grep.matches:
+            mode = "genau" if grep.mode == "exakt" else "ohne Rücksicht auf Groß/Klein"
+            lines = [f"- {m['path']}:{m['line']}: {m['text']}" for m in grep.matches]
+            cut = ""
+            if grep.cut:
+                cut = (
+                    " Die Suche wurde abgebrochen "
+                    + ("nach 50 Fundzeilen" if grep.cut_reason == "zeilen" else "(Zeitlimit)")
+                    + "; es kann mehr geben."
+                )
+            parts.append(
+                f"„{grep.pattern}“ ({mode}) steht in {len(grep.matches)} Zeilen:{cut}\n"
+                + "\n".join(lines)
+            )
+            records.extend(
+                {
+                    "root_id": m["root_id"],
+                    "path": m["path"],
+                    "lines": f"{m['line']}-{m['line']}",
+                    "citation": f"{m['path']}:{m['line']}",
+                }
+                for m in grep.matches
+            )
+            return AgentResult("abgeschlossen", "\n".join(parts), step="gefunden", records=records)
+    try:
+        vector: list[float] | None = embed_one(query)
+    except EmbeddingError:
+        vector = None  # the lexical channel still answers
+    outcome = hybrid_search(
+        user=ctx.user,
+        character=ctx.character,
+        query_vector=vector,
+        text=query,
+        limit=SEARCH_LIMIT,
+    )
+    found = records_from_hits(
+        user=ctx.user,
+        character=ctx.character,
+        hits=outcome.hits,
+        query_vector=vector,
+        stems=outcome.query_lexemes,
+    )
+    if not found:
+        how = "wörtlich, ohne Groß/Klein, " if request.kind == "suche" else ""
+        return AgentResult(
+            "abgeschlossen",
+            f"Zu „{query}“ habe ich in deinen Unterlagen nichts Passendes gefunden. Gesucht "
+            f"habe ich {how}im Volltext, in den Stichwörtern und nach Ähnlichkeit, in "
+            f"{_searched_scope(ctx)}.",
+            step="nichts_gefunden",
+        )
+    lines = []
+    for r in found:
+        label = " (archiviert — abgelöst, nicht geltend)" if r["archived"] else ""
+        lines.append(
+            f"- {r['citation']}{label} [{r['strength']}, {r['channel']}]: {r['summary']}"
+            + (f" — „{r['excerpt']}“" if r["excerpt"] else "")
+        )
+    text = f"In deinen Unterlagen steht zu „{query}“:\n" + "\n".join(lines)
+    return AgentResult(
+        "abgeschlossen",
+        text,
+        step="gefunden",
+        records=[
+            {k: r[k] for k in ("root_id", "path", "lines", "citation", "channel", "strength")}
+            for r in found
+        ],
+    )

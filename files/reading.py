@@ -1,0 +1,412 @@
+"""Read tools over released files: strictly read-only, always inside the pair's ACTIVE roots.
+
+Every read resolves the path (symlinks, ``..``) and checks that the result lies inside one of
+the pair's active roots; hidden files are not entered (DESIGN.md "Files"). Files are opened with
+``O_RDONLY | O_NOFOLLOW`` only — nothing here can open a file for writing. A file whose content
+hash differs from the index says so in the result (the read re-checks the hash every time).
+
+Bounds (Open WebUI / Letta use the same kind of caps): at most FILES_READ_MAX_LINES lines per
+read, grep stops at FILES_GREP_MAX_LINES matching lines or FILES_GREP_TIME_LIMIT_S, queries are
+capped at FILES_QUERY_MAX_CHARS; every cut is reported (``cut``) and said in the German text.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from django.conf import settings
+
+from files.models import FileRoot, IndexEntry
+
+MAX_FILE_BYTES = 5 * 1024 * 1024
+
+
+@dataclass
+class ReadResult:
+    status: str  # "ok" | "fehler"
+    step: str = ""  # named failure: ausserhalb, wurzel_unbekannt, nicht_lesbar, ...
+    message: str = ""  # German sentence for the person
+    root_id: int | None = None
+    path: str = ""  # relative to the root
+    line_start: int = 0
+    line_end: int = 0
+    text: str = ""
+    cut: bool = False
+    changed: bool = False  # content hash differs from the indexed one
+    indexed: bool = True
+    current_hash: str = ""
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "ok"
+
+    @property
+    def citation(self) -> str:
+        return f"{self.path}:{self.line_start}-{self.line_end}"
+
+
+def _refuse(step: str, message: str, *, path: str = "", root_id: int | None = None) -> ReadResult:
+    return ReadResult(status="fehler", step=step, message=message, path=path, root_id=root_id)
+
+
+@dataclass(frozen=True)
+class Located:
+    root: FileRoot
+    absolute: Path
+    rel_path: str
+
+
+def pair_roots(*, user: Any, character: Any) -> list[FileRoot]:
+    return list(
+        FileRoot.objects.filter(user=user, character=character, state=FileRoot.State.ACTIVE)
+    )
+
+
+def locate(
+    *, user: Any, character: Any, path: str, root_id: int | None = None
+) -> Located | ReadResult:
+    """Resolve ``path`` (relative to a root, or absolute) inside one of the pair's active roots.
+
+    Returns a refusal (``ReadResult`` with status fehler) when the root is not the pair's, is
+    suspended, or the resolved path leaves it.
+    """
+    if not path or "\x00" in path or len(path) > 1000:
+        return _refuse("pfad_unlesbar", "Diesen Pfad kann ich nicht lesen.", path=path[:200])
+    roots = pair_roots(user=user, character=character)
+    if root_id is not None:
+        roots = [r for r in roots if r.id == root_id]
+        if not roots:
+            # Another pair's root, a suspended one and a missing one read the same.
+            return _refuse(
+                "wurzel_unbekannt",
+                "Diese Freigabe kenne ich nicht (oder sie ist stillgelegt).",
+                path=path,
+                root_id=root_id,
+            )
+    found: list[Located] = []
+    for root in roots:
+        base = Path(root.path).resolve()
+        candidate = (base / path).resolve()  # follows symlinks and "..", then we check
+        if not candidate.is_relative_to(base):
+            continue
+        rel = candidate.relative_to(base).as_posix()
+        if rel == "." or any(part.startswith(".") for part in rel.split("/")):
+            return _refuse(
+                "verborgen", "Verborgene Dateien lese ich nicht.", path=path, root_id=root.id
+            )
+        found.append(Located(root=root, absolute=candidate, rel_path=rel))
+    if found:
+        # Without a root id, a relative path may fit several roots: prefer one that has it.
+        return next((f for f in found if f.absolute.is_file()), found[0])
+    return _refuse(
+        "ausserhalb",
+        "Dieser Pfad liegt außerhalb der freigegebenen Verzeichnisse; den lese ich nicht.",
+        path=path,
+        root_id=root_id,
+    )
+
+
+def _read_bytes(absolute: Path) -> bytes:
+    # O_NOFOLLOW: the path was resolved and checked; a symlink swapped in since is refused.
+    fd = os.open(absolute, os.O_RDONLY | os.O_NOFOLLOW)
+    try:
+        with os.fdopen(fd, "rb", closefd=False) as fh:
+            return fh.read(MAX_FILE_BYTES + 1)
+    finally:
+        os.close(fd)
+
+
+def _load(
+    located: Located,
+) -> tuple[list[str], ReadResult]:
+    """Lines of the file plus a base result carrying changed/indexed flags."""
+    base = ReadResult(status="ok", root_id=located.root.id, path=located.rel_path)
+    try:
+        raw = _read_bytes(located.absolute)
+    except FileNotFoundError:
+        return [], _refuse(
+            "fort",
+            "Diese Datei gibt es nicht (mehr).",
+            path=located.rel_path,
+            root_id=located.root.id,
+        )
+    except OSError as exc:
+        return [], _refuse(
+            "nicht_lesbar",
+            f"Die Datei lässt sich nicht lesen ({exc.strerror or type(exc).__name__}).",
+            path=located.rel_path,
+            root_id=located.root.id,
+        )
+    if len(raw) > MAX_FILE_BYTES:
+        base.cut = True
+        raw = raw[:MAX_FILE_BYTES]
+    base.current_hash = hashlib.sha256(raw).hexdigest()
+    entry = (
+        IndexEntry.objects.filter(root=located.root, rel_path=located.rel_path)
+        .only("inhalt_hash")
+        .first()
+    )
+    if entry is None:
+        base.indexed = False
+    elif entry.inhalt_hash and entry.inhalt_hash != base.current_hash and not base.cut:
+        base.changed = True
+    text = raw.decode("utf-8", errors="replace")
+    return text.splitlines(), base
+
+
+def changed_note(result: ReadResult) -> str:
+    if result.changed:
+        return (
+            "Achtung: Die Datei hat sich seit dem Indexieren geändert (Prüfsumme neu "
+            "berechnet); Zeilenangaben aus dem Index können verschoben sein."
+        )
+    if not result.indexed:
+        return "Diese Datei ist noch nicht im Index."
+    return ""
+
+
+def zeilen_lesen(
+    *,
+    user: Any,
+    character: Any,
+    path: str,
+    start: int,
+    end: int | None = None,
+    root_id: int | None = None,
+) -> ReadResult:
+    """Lines ``start``..``end`` (1-based, inclusive), at most FILES_READ_MAX_LINES."""
+    located = locate(user=user, character=character, path=path, root_id=root_id)
+    if isinstance(located, ReadResult):
+        return located
+    lines, result = _load(located)
+    if not result.ok:
+        return result
+    max_lines = settings.FILES_READ_MAX_LINES
+    start = max(1, int(start))
+    end = len(lines) if end is None else int(end)
+    if end < start:
+        return _refuse(
+            "zeilen_unlesbar",
+            f"Die Zeilenangabe {start}-{end} ergibt keinen Bereich.",
+            path=located.rel_path,
+            root_id=located.root.id,
+        )
+    if start > len(lines):
+        return _refuse(
+            "keine_zeile",
+            f"Die Datei hat nur {len(lines)} Zeilen.",
+            path=located.rel_path,
+            root_id=located.root.id,
+        )
+    end = min(end, len(lines))
+    if end - start + 1 > max_lines:
+        end = start + max_lines - 1
+        result.cut = True
+    result.line_start, result.line_end = start, end
+    result.text = "\n".join(lines[start - 1 : end])
+    result.extra["total_lines"] = len(lines)
+    return result
+
+
+def block_map_of(entry: IndexEntry) -> list[dict[str, Any]]:
+    """Normalised block map: [{ordinal, heading, line_start, line_end, kind}], from IndexBlock
+    rows if present, else from the JSON block map (accepting start/end or line_start/line_end)."""
+    blocks = list(
+        entry.blocks.order_by("ordinal").values(
+            "ordinal", "heading", "kind", "line_start", "line_end"
+        )
+    )
+    if blocks:
+        return blocks
+    out: list[dict[str, Any]] = []
+    for n, item in enumerate(entry.block_map or [], start=1):
+        if not isinstance(item, dict):
+            continue
+        start = item.get("line_start", item.get("start"))
+        end = item.get("line_end", item.get("end"))
+        if not isinstance(start, int) or not isinstance(end, int):
+            continue
+        out.append(
+            {
+                "ordinal": item.get("ordinal", n) if isinstance(item.get("ordinal"), int) else n,
+                "heading": str(item.get("heading") or item.get("title") or ""),
+                "kind": str(item.get("kind") or "section"),
+                "line_start": start,
+                "line_end": end,
+            }
+        )
+    return out
+
+
+def find_entry(
+    *, user: Any, character: Any, name: str, root_id: int | None = None
+) -> IndexEntry | None:
+    """An indexed file of the pair's active roots by relative path or by file name."""
+    qs = IndexEntry.objects.filter(
+        root__user=user,
+        root__character=character,
+        root__state=FileRoot.State.ACTIVE,
+        state=IndexEntry.State.PRESENT,
+    ).select_related("root")
+    if root_id is not None:
+        qs = qs.filter(root_id=root_id)
+    name = name.strip().lstrip("./")
+    exact = qs.filter(rel_path=name).first()
+    if exact is not None:
+        return exact
+    return qs.filter(rel_path__endswith="/" + name).order_by("rel_path").first()
+
+
+def block_lesen(*, user: Any, character: Any, entry: IndexEntry, block: int | str) -> ReadResult:
+    """A block of the block map, by ordinal (1-based) or by heading text."""
+    blocks = block_map_of(entry)
+    chosen: dict[str, Any] | None = None
+    if isinstance(block, int) or str(block).isdigit():
+        number = int(block)
+        # "Abschnitt 3" may mean the third block or the one headed "3. …".
+        chosen = next(
+            (b for b in blocks if re.match(rf"^\s*{number}[.)\s]", b["heading"] or "")), None
+        ) or next((b for b in blocks if b["ordinal"] == number), None)
+    else:
+        wanted = str(block).casefold()
+        chosen = next((b for b in blocks if wanted in (b["heading"] or "").casefold()), None)
+    if chosen is None:
+        return _refuse(
+            "kein_block",
+            f"In {entry.rel_path} gibt es keinen Abschnitt „{block}“ "
+            f"(die Datei hat {len(blocks)} Abschnitte).",
+            path=entry.rel_path,
+            root_id=entry.root_id,
+        )
+    result = zeilen_lesen(
+        user=user,
+        character=character,
+        path=entry.rel_path,
+        start=chosen["line_start"],
+        end=chosen["line_end"],
+        root_id=entry.root_id,
+    )
+    result.extra["heading"] = chosen["heading"]
+    return result
+
+
+def zoom(*, user: Any, character: Any, entry: IndexEntry, level: int) -> ReadResult:
+    """Three zoom levels: 1 summary, 2 block map, 3 lines (bounded)."""
+    located = locate(user=user, character=character, path=entry.rel_path, root_id=entry.root_id)
+    if isinstance(located, ReadResult):
+        return located
+    if level <= 1:
+        text = f"{entry.topic}\n{entry.summary}\nStichwörter: {', '.join(entry.keywords)}"
+        return ReadResult(
+            status="ok",
+            root_id=entry.root_id,
+            path=entry.rel_path,
+            line_start=1,
+            line_end=entry.line_count,
+            text=text.strip(),
+        )
+    if level == 2:
+        blocks = block_map_of(entry)
+        text = "\n".join(
+            f"{b['ordinal']}. {b['heading'] or '(ohne Überschrift)'} "
+            f"— Zeilen {b['line_start']}-{b['line_end']}"
+            for b in blocks
+        )
+        return ReadResult(
+            status="ok",
+            root_id=entry.root_id,
+            path=entry.rel_path,
+            line_start=1,
+            line_end=entry.line_count,
+            text=text,
+        )
+    return zeilen_lesen(
+        user=user, character=character, path=entry.rel_path, start=1, root_id=entry.root_id
+    )
+
+
+@dataclass
+class GrepResult:
+    status: str
+    step: str = ""
+    message: str = ""
+    pattern: str = ""
+    mode: str = ""  # "exakt" | "gross_klein_egal"
+    matches: list[dict[str, Any]] = field(default_factory=list)  # {root_id, path, line, text}
+    files_searched: int = 0
+    cut: bool = False
+    cut_reason: str = ""  # "zeilen" | "zeit" | "anfrage"
+
+
+def datei_grep(
+    *, user: Any, character: Any, pattern: str, path: str | None = None, root_id: int | None = None
+) -> GrepResult:
+    """Literal search with line numbers over the pair's indexed files (or one file): exact
+    first, then case-folded if the exact search found nothing. Stops at FILES_GREP_MAX_LINES
+    matching lines or FILES_GREP_TIME_LIMIT_S."""
+    pattern = (pattern or "").strip()
+    result = GrepResult(status="ok", pattern=pattern)
+    if not pattern:
+        return GrepResult(status="fehler", step="leere_anfrage", message="Wonach soll ich suchen?")
+    if len(pattern) > settings.FILES_QUERY_MAX_CHARS:
+        pattern = pattern[: settings.FILES_QUERY_MAX_CHARS]
+        result.pattern = pattern
+        result.cut, result.cut_reason = True, "anfrage"
+    targets: list[tuple[int | None, str]]
+    if path is not None:
+        targets = [(root_id, path)]
+    else:
+        targets = list(
+            IndexEntry.objects.filter(
+                root__user=user,
+                root__character=character,
+                root__state=FileRoot.State.ACTIVE,
+                state=IndexEntry.State.PRESENT,
+            )
+            .order_by("root_id", "rel_path")
+            .values_list("root_id", "rel_path")
+        )
+    deadline = time.monotonic() + settings.FILES_GREP_TIME_LIMIT_S
+    files: list[tuple[int, str, list[str]]] = []
+    for rid, rel in targets:
+        if time.monotonic() > deadline:
+            result.cut, result.cut_reason = True, "zeit"
+            break
+        located = locate(user=user, character=character, path=rel, root_id=rid)
+        if isinstance(located, ReadResult):
+            if path is not None:
+                return GrepResult(
+                    status="fehler", step=located.step, message=located.message, pattern=pattern
+                )
+            continue
+        lines, loaded = _load(located)
+        if loaded.ok:
+            files.append((located.root.id, located.rel_path, lines))
+    result.files_searched = len(files)
+    for mode, match in (
+        ("exakt", lambda line: pattern in line),
+        ("gross_klein_egal", lambda line: pattern.casefold() in line.casefold()),
+    ):
+        result.mode = mode
+        for rid, rel, lines in files:
+            for number, line in enumerate(lines, start=1):
+                if match(line):
+                    result.matches.append(
+                        {"root_id": rid, "path": rel, "line": number, "text": line.strip()[:300]}
+                    )
+                    if len(result.matches) >= settings.FILES_GREP_MAX_LINES:
+                        result.cut, result.cut_reason = True, "zeilen"
+                        return result
+            if time.monotonic() > deadline:
+                result.cut, result.cut_reason = True, "zeit"
+                return result
+        if result.matches:
+            return result
+    return result

@@ -1,0 +1,275 @@
+"""Writes of the file service: releasing, suspending, reactivating and forgetting roots.
+
+Every release goes through the same steps whether it comes from the chat (gate + consent
+reader) or from the API/UI (an explicit confirm): the boundary check on the resolved path, the
+dry run the person sees, and only then, on consent, the write. Nothing here writes into a
+released root; the only file-system access is the read-only dry run.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from django.conf import settings
+from django.contrib.auth.models import AbstractBaseUser
+from django.db import transaction
+from django.utils import timezone
+
+from conversation.models import Character
+from files import boundary
+from files.models import FileRoot, IndexBlock, IndexEntry
+from files.watcher.scan import dry_run
+from novaberg.api_errors import ApplicationError
+
+MISSING_TEXT = "Diese Freigabe gibt es nicht."
+UNVERIFIED_TEXT = "Die Änderung ließ sich nicht bestätigen; ich melde sie nicht als erledigt."
+
+
+@dataclass(frozen=True)
+class ReleasePreview:
+    ok: bool
+    step: str
+    reason: str
+    resolved_path: str
+    dry_run: dict[str, Any] = field(default_factory=dict)
+    http_status: int = 200
+
+    @property
+    def status(self) -> str:
+        return "rueckfrage" if self.ok else "abgelehnt"
+
+    def refusal(self) -> ApplicationError:
+        return ApplicationError(
+            self.reason, step=self.step, status="abgelehnt", http_status=self.http_status
+        )
+
+
+def _globs(value: list[str] | None) -> list[str]:
+    return [str(g).strip() for g in (value or []) if str(g).strip()][:50]
+
+
+def root_release_preview(
+    *,
+    user: AbstractBaseUser,
+    character: Character,
+    raw_path: str,
+    include_globs: list[str] | None = None,
+    exclude_globs: list[str] | None = None,
+) -> ReleasePreview:
+    """Resolve, check against the boundary, then dry-run. Writes nothing anywhere."""
+    checked = boundary.check(raw_path)
+    if not checked.ok:
+        status = 403 if checked.step in {"kein_aussenrand", "ausserhalb_aussenrand"} else 400
+        return ReleasePreview(False, checked.step, checked.reason, checked.resolved, {}, status)
+    existing = FileRoot.objects.filter(
+        user=user, character=character, path=checked.resolved
+    ).first()
+    if existing is not None and existing.state == FileRoot.State.ACTIVE:
+        return ReleasePreview(
+            False,
+            "schon_freigegeben",
+            f"{checked.resolved} ist schon freigegeben.",
+            checked.resolved,
+            http_status=400,
+        )
+    if existing is not None and existing.state == FileRoot.State.SUSPENDED:
+        return ReleasePreview(
+            False,
+            "stillgelegt",
+            f"{checked.resolved} ist freigegeben, aber stillgelegt; "
+            "ich kann den Ordner wieder aufnehmen.",
+            checked.resolved,
+            http_status=400,
+        )
+    report = dry_run(
+        Path(checked.resolved),
+        include=_globs(include_globs),
+        exclude=_globs(exclude_globs),
+        max_bytes=settings.FILES_MAX_BYTES,
+    )
+    return ReleasePreview(True, "rueckfrage", "", checked.resolved, report.as_json())
+
+
+def _check_eigentum(eigentum: str) -> None:
+    if eigentum not in FileRoot.Eigentum.values:
+        raise ApplicationError(
+            "Wem die Unterlagen gehören, muss „nutzer“ (dir) oder „figur“ (Nova) sein.",
+            step="eigentum_unbekannt",
+        )
+
+
+def _enqueue_index(root_id: int) -> None:
+    from files.tasks import index_root
+
+    transaction.on_commit(lambda: index_root.delay(root_id))
+
+
+@transaction.atomic
+def root_request(
+    *,
+    user: AbstractBaseUser,
+    character: Character,
+    raw_path: str,
+    eigentum: str,
+    include_globs: list[str] | None = None,
+    exclude_globs: list[str] | None = None,
+) -> tuple[ReleasePreview, FileRoot | None]:
+    """API/UI release, step 1: store the dry run as a root in state ``angefragt``.
+    Nothing is indexed until ``root_confirm``."""
+    _check_eigentum(eigentum)
+    preview = root_release_preview(
+        user=user,
+        character=character,
+        raw_path=raw_path,
+        include_globs=include_globs,
+        exclude_globs=exclude_globs,
+    )
+    if not preview.ok:
+        return preview, None
+    root, _ = FileRoot.objects.update_or_create(
+        user=user,
+        character=character,
+        path=preview.resolved_path,
+        defaults={
+            "eigentum": eigentum,
+            "state": FileRoot.State.REQUESTED,
+            "include_globs": _globs(include_globs),
+            "exclude_globs": _globs(exclude_globs),
+            "dry_run": preview.dry_run,
+            "file_count_at_release": preview.dry_run.get("files", 0),
+        },
+    )
+    return preview, root
+
+
+def _activate(root: FileRoot) -> FileRoot:
+    # Resolve again at consent time: a link swapped since the dry run must not lead out.
+    checked = boundary.check(root.path)
+    if not checked.ok or checked.resolved != root.path:
+        reason = checked.reason or f"{root.path} zeigt inzwischen woandershin ({checked.resolved})."
+        raise ApplicationError(
+            reason, step=checked.step or "pfad_geaendert", status="abgelehnt", http_status=403
+        )
+    root.state = FileRoot.State.ACTIVE
+    root.released_at = timezone.now()
+    root.save(update_fields=["state", "released_at", "changed_at"])
+    stored = FileRoot.objects.filter(pk=root.pk).values_list("state", flat=True).first()
+    if stored != FileRoot.State.ACTIVE:
+        raise ApplicationError("Die Freigabe ließ sich nicht speichern.", step="nicht_verifiziert")
+    _enqueue_index(root.pk)
+    return root
+
+
+@transaction.atomic
+def root_confirm(*, user: AbstractBaseUser, root_id: int) -> FileRoot:
+    """API/UI release, step 2: the explicit confirm. Idempotent for an active root."""
+    root = FileRoot.objects.select_for_update().filter(user=user, pk=root_id).first()
+    if root is None:
+        raise ApplicationError(
+            "Diese Freigabe gibt es nicht.", step="keine_wurzel", http_status=404
+        )
+    if root.state == FileRoot.State.ACTIVE:
+        return root
+    if root.state != FileRoot.State.REQUESTED:
+        raise ApplicationError(
+            "Dieser Ordner ist stillgelegt; nimm ihn wieder auf, statt ihn zu bestätigen.",
+            step="stillgelegt",
+            http_status=409,
+        )
+    return _activate(root)
+
+
+@transaction.atomic
+def root_release(
+    *,
+    user: AbstractBaseUser,
+    character: Character,
+    raw_path: str,
+    eigentum: str,
+    include_globs: list[str] | None = None,
+    exclude_globs: list[str] | None = None,
+) -> FileRoot:
+    """Chat release after consent: the same checks as ``root_request`` + ``root_confirm``."""
+    preview, root = root_request(
+        user=user,
+        character=character,
+        raw_path=raw_path,
+        eigentum=eigentum,
+        include_globs=include_globs,
+        exclude_globs=exclude_globs,
+    )
+    if root is None:
+        raise preview.refusal()
+    return _activate(root)
+
+
+def _locked_root(user: AbstractBaseUser, root_id: int) -> FileRoot:
+    root = FileRoot.objects.select_for_update().filter(user=user, pk=root_id).first()
+    if root is None:
+        raise ApplicationError(
+            "Diese Freigabe gibt es nicht.", step="keine_wurzel", http_status=404
+        )
+    return root
+
+
+@transaction.atomic
+def root_suspend(*, user: AbstractBaseUser, root_id: int) -> FileRoot:
+    """No longer watched: the rows stay, they are not searched, the watcher skips the root."""
+    root = _locked_root(user, root_id)
+    root.state = FileRoot.State.SUSPENDED
+    root.save(update_fields=["state", "changed_at"])
+    if FileRoot.objects.filter(pk=root.pk).values_list("state", flat=True).first() != (
+        FileRoot.State.SUSPENDED
+    ):
+        raise ApplicationError(
+            "Das Stilllegen ließ sich nicht speichern.", step="nicht_verifiziert"
+        )
+    return root
+
+
+@transaction.atomic
+def root_reactivate(*, user: AbstractBaseUser, root_id: int) -> FileRoot:
+    """Back to active; the boundary is checked again (it may have changed meanwhile)."""
+    root = _locked_root(user, root_id)
+    if root.state == FileRoot.State.ACTIVE:
+        return root
+    return _activate(root)
+
+
+@dataclass(frozen=True)
+class ForgetReport:
+    path: str
+    entries: int
+    blocks: int
+
+
+@transaction.atomic
+def root_forget(*, user: AbstractBaseUser, root_id: int) -> ForgetReport:
+    """Delete the root, its index rows and their summaries, keywords and embeddings.
+    The files themselves are not touched."""
+    root = _locked_root(user, root_id)
+    blocks = IndexBlock.objects.filter(entry__root=root).delete()[0]
+    entries = IndexEntry.objects.filter(root=root).delete()[0]
+    path = root.path
+    root.delete()
+    if (
+        FileRoot.objects.filter(pk=root_id).exists()
+        or IndexEntry.objects.filter(root_id=root_id).exists()
+    ):
+        raise ApplicationError(
+            "Das Vergessen ließ sich nicht bestätigen.", step="nicht_verifiziert"
+        )
+    return ForgetReport(path, entries, blocks)
+
+
+@transaction.atomic
+def root_index_enqueue(*, user: AbstractBaseUser, root_id: int) -> FileRoot:
+    root = _locked_root(user, root_id)
+    if root.state != FileRoot.State.ACTIVE:
+        raise ApplicationError(
+            "Nur ein aktiver Ordner wird gelesen.", step="nicht_aktiv", http_status=409
+        )
+    _enqueue_index(root.pk)
+    return root

@@ -1,0 +1,88 @@
+"""SIGKILL a real Celery worker in the middle of an index run; the rerun loses and duplicates
+nothing (acks_late + reject_on_worker_lost, one commit per file, advisory lock per root)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from django.conf import settings as django_settings
+
+from conversation.models import Character
+from files.models import IndexEntry
+from files.tasks import index_root
+from files.tests.watcher_helpers import index_snapshot, make_root, write
+from files.watcher import index_root_run
+
+BASE_DIR = Path(__file__).resolve().parents[2]
+FILES = 24
+# A queue of its own: the suite's shared worker (tests/fixtures.py) must not take this run.
+QUEUE = f"kill-test-{os.getpid()}"
+
+
+def _corpus(base: Path) -> None:
+    for i in range(FILES):
+        write(base, f"teil{i:02d}.md", f"# Kapitel {i}\n\nText {i} über Wanderwege und Hütten.\n")
+
+
+def _start_worker(log: Path) -> subprocess.Popen[bytes]:
+    env = dict(os.environ)
+    env["NOVABERG_DATABASE_NAME"] = django_settings.DATABASES["default"]["NAME"]
+    env["NOVABERG_REDIS_DB"] = django_settings.REDIS_URL.rsplit("/", 1)[1]
+    env["DJANGO_SETTINGS_MODULE"] = "novaberg.settings"
+    # Slow the run down so the kill lands in the middle of it (tests only).
+    env["NOVABERG_FILES_TEST_DELAY_PER_FILE_S"] = "0.25"
+    # Solo pool: the task runs in the worker process itself, so SIGKILL hits the run.
+    return subprocess.Popen(
+        [sys.executable, "-m", "celery", "-A", "novaberg", "worker", "-P", "solo", "-l", "INFO",
+         "-n", f"kill-{os.getpid()}@%h", "--without-gossip", "--without-mingle", "-Q", QUEUE],
+        cwd=BASE_DIR,
+        env=env,
+        stdout=log.open("wb"),
+        stderr=subprocess.STDOUT,
+    )  # fmt: skip
+
+
+@pytest.mark.django_db(transaction=True)
+def test_sigkill_mid_run_then_rerun_equals_a_clean_run(
+    tmp_path: Path, user: Any, nova: Character
+) -> None:
+    killed_dir, clean_dir = tmp_path / "a", tmp_path / "b"
+    _corpus(killed_dir)
+    _corpus(clean_dir)
+    root = make_root(user, nova, killed_dir)
+    clean = make_root(user, nova, clean_dir)
+    worker = _start_worker(tmp_path / "worker.log")
+    try:
+        index_root.apply_async(args=[root.pk], queue=QUEUE)
+        deadline = time.monotonic() + 120
+        while IndexEntry.objects.filter(root=root).count() < 3:
+            assert worker.poll() is None, (tmp_path / "worker.log").read_text()[-2000:]
+            assert time.monotonic() < deadline, "the worker never started indexing"
+            time.sleep(0.1)
+        worker.send_signal(signal.SIGKILL)
+        worker.wait(10)
+    finally:
+        if worker.poll() is None:
+            worker.kill()
+            worker.wait(10)
+    partial = IndexEntry.objects.filter(root=root).count()
+    assert 3 <= partial < FILES, "the kill must land in the middle of the run"
+    # The dead worker's session lock goes with its connection; the rerun may have to wait a
+    # moment for the server to notice.
+    deadline = time.monotonic() + 20
+    while (report := index_root_run(root_id=root.pk)).outcome == "laeuft_schon":
+        assert time.monotonic() < deadline
+        time.sleep(0.2)
+    assert report.outcome == "fertig"
+    assert report.counts["new"] + report.counts["unchanged"] == FILES
+    assert report.counts["new"] == FILES - partial
+    index_root_run(root_id=clean.pk)
+    assert IndexEntry.objects.filter(root=root).count() == FILES  # nothing lost, no duplicate
+    assert index_snapshot(root) == index_snapshot(clean)

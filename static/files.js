@@ -1,0 +1,140 @@
+// Roots page: release with the dry run shown before the confirm, progress polling per root.
+(function () {
+  "use strict";
+  const api = "/api/roots/";
+  const csrf = () => (document.querySelector("[name=csrfmiddlewaretoken]") || {}).value || "";
+  const errorBox = document.getElementById("roots-error");
+  const body = document.getElementById("roots-body");
+  const SKIP = {
+    verborgen: "verborgen", binaer: "binär", zu_gross: "zu groß", link_nach_aussen: "Verknüpfung nach außen",
+    link_innen: "Verknüpfung nach innen", link_kaputt: "Verknüpfung ohne Ziel", link_schleife: "Verknüpfungsschleife",
+    format: "Format nicht lesbar", ausgeschlossen: "ausgeschlossen", nicht_lesbar: "nicht lesbar",
+    verschwunden: "verschwunden", pfad_unlesbar: "Name nicht lesbar",
+  };
+  let pending = null;
+
+  async function call(method, url, data) {
+    const res = await fetch(url, {
+      method,
+      credentials: "same-origin",
+      headers: { "Content-Type": "application/json", "X-CSRFToken": csrf() },
+      body: data === undefined ? undefined : JSON.stringify(data),
+    });
+    const json = await res.json().catch(() => ({}));
+    if (!res.ok) throw new Error(json.reason || json.detail || "Fehler " + res.status);
+    return json;
+  }
+
+  function skips(map) {
+    const parts = Object.entries(map || {}).map(([k, n]) => n + " " + (SKIP[k] || k));
+    return parts.length ? parts.join(", ") : "keine";
+  }
+
+  function size(n) {
+    if (n < 1024) return n + " Bytes";
+    if (n < 1048576) return (n / 1024).toFixed(1).replace(".", ",") + " KB";
+    return (n / 1048576).toFixed(1).replace(".", ",") + " MB";
+  }
+
+  function countsText(c) {
+    if (c.root_missing) return "Verzeichnis fehlt – Zeilen bleiben erhalten";
+    return `neu ${c.new}, geändert ${c.changed}, unverändert ${c.unchanged}, fort ${c.gone}, ` +
+      `übersprungen: ${skips(c.skipped)}, Fehler ${c.errors}`;
+  }
+
+  function actions(root) {
+    const cell = document.createElement("td");
+    cell.className = "actions";
+    const add = (label, path, question) => {
+      const b = document.createElement("button");
+      b.textContent = label;
+      b.addEventListener("click", async () => {
+        if (question && !window.confirm(question)) return;
+        try {
+          await call("POST", api + root.id + "/" + path, path === "index/" ? undefined : { confirm: true });
+          refresh();
+        } catch (e) { errorBox.textContent = e.message; }
+      });
+      cell.appendChild(b);
+    };
+    if (root.state === "aktiv") {
+      add("Jetzt lesen", "index/");
+      add("Stilllegen", "suspend/", `${root.path} stilllegen? Die Indexzeilen bleiben, werden aber nicht durchsucht.`);
+    } else if (root.state === "stillgelegt") {
+      add("Wieder aufnehmen", "reactivate/", `${root.path} wieder aufnehmen?`);
+    } else if (root.state === "angefragt") {
+      add("Bestätigen", "confirm/", `${root.path} freigeben?`);
+    }
+    add("Vergessen", "forget/", `${root.path} vergessen? Alle Indexzeilen mit Zusammenfassungen und Einbettungen werden gelöscht; die Dateien bleiben unberührt.`);
+    return cell;
+  }
+
+  function row(root) {
+    const tr = document.createElement("tr");
+    tr.dataset.root = root.id;
+    const p = root.progress;
+    const cells = [
+      `<td><code></code></td>`,
+      `<td>${root.eigentum === "figur" ? "Novas eigenes Material" : "Material der Person"}</td>`,
+      `<td class="state">${root.state}</td>`,
+      `<td><progress class="bar" max="${p.total || 1}" value="${p.done}"></progress> ` +
+        `<span class="progress-text">${p.running ? p.done + " / " + p.total : ""}</span></td>`,
+      `<td class="counts"></td>`,
+    ];
+    tr.innerHTML = cells.join("");
+    tr.querySelector("code").textContent = root.path;
+    tr.querySelector(".counts").textContent = root.last_error || countsText(root.counts);
+    tr.appendChild(actions(root));
+    return { tr, running: p.running };
+  }
+
+  let timer = null;
+  async function refresh() {
+    try {
+      const roots = await call("GET", api);
+      body.innerHTML = "";
+      let running = false;
+      if (!roots.length) body.innerHTML = '<tr class="empty"><td colspan="6">Noch kein Ordner freigegeben.</td></tr>';
+      for (const r of roots) {
+        const built = row(r);
+        running = running || built.running;
+        body.appendChild(built.tr);
+      }
+      clearTimeout(timer);
+      timer = setTimeout(refresh, running ? 1000 : 5000);
+    } catch (e) { errorBox.textContent = e.message; }
+  }
+
+  document.getElementById("release-form").addEventListener("submit", async (ev) => {
+    ev.preventDefault();
+    errorBox.textContent = "";
+    const form = new FormData(ev.target);
+    try {
+      const res = await call("POST", api, { path: form.get("path"), eigentum: form.get("eigentum") });
+      pending = res.id;
+      document.getElementById("gate-text").textContent =
+        `Ordner ${res.resolved_path}: ${res.file_count} Dateien würde Nova lesen (${size(res.total_bytes)}); ` +
+        `übersprungen: ${skips(res.skipped)}. Freigeben als ` +
+        (res.eigentum === "figur" ? "Novas eigenes Material" : "dein Material") + "?";
+      document.getElementById("gate").hidden = false;
+      refresh();
+    } catch (e) { errorBox.textContent = e.message; }
+  });
+  document.getElementById("gate-confirm").addEventListener("click", async () => {
+    if (pending === null) return;
+    try {
+      await call("POST", api + pending + "/confirm/");
+      document.getElementById("gate").hidden = true;
+      pending = null;
+      refresh();
+    } catch (e) { errorBox.textContent = e.message; }
+  });
+  document.getElementById("gate-cancel").addEventListener("click", async () => {
+    // Refused: the requested (never confirmed) root is dropped, nothing was indexed.
+    document.getElementById("gate").hidden = true;
+    if (pending !== null) await call("POST", api + pending + "/forget/", { confirm: true }).catch(() => {});
+    pending = null;
+    refresh();
+  });
+  refresh();
+})();
