@@ -2,8 +2,21 @@
 
 from __future__ import annotations
 
-from django.http import Http404
-from drf_spectacular.utils import extend_schema, extend_schema_field, inline_serializer
+import json
+import logging
+import queue
+import threading
+from collections.abc import Iterator
+from typing import Any
+
+from django.db import connection
+from django.http import Http404, StreamingHttpResponse
+from drf_spectacular.utils import (
+    OpenApiParameter,
+    extend_schema,
+    extend_schema_field,
+    inline_serializer,
+)
 from rest_framework import serializers, status
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -11,7 +24,9 @@ from rest_framework.views import APIView
 
 from conversation import selectors, services
 from conversation.models import Session, Turn
-from conversation.pipeline import run_turn
+from conversation.pipeline import TurnResult, run_turn
+
+logger = logging.getLogger(__name__)
 
 
 def _session_or_404(request: Request, session_id: int) -> Session:
@@ -60,6 +75,13 @@ class MessageCreateApi(APIView):
 
     @extend_schema(
         request=InputSerializer,
+        parameters=[
+            OpenApiParameter(
+                "stream",
+                bool,
+                description="1: NDJSON stream of token lines, then one done line",
+            )
+        ],
         responses={
             200: inline_serializer(
                 "TurnReply",
@@ -73,34 +95,76 @@ class MessageCreateApi(APIView):
             )
         },
     )
-    def post(self, request: Request, session_id: int) -> Response:
+    def post(self, request: Request, session_id: int) -> Response | StreamingHttpResponse:
+        """``?stream=1`` answers NDJSON: one ``{"type": "token", "text"}`` line per token, then
+        one ``{"type": "done", ...}`` line with the same shape as the plain answer."""
         session = _session_or_404(request, session_id)
         data = self.InputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
+        text = data.validated_data["text"]
+        if request.query_params.get("stream") in {"1", "true", "ja"}:
+            response = StreamingHttpResponse(
+                _stream_turn(request.user, session, text), content_type="application/x-ndjson"
+            )
+            response["Cache-Control"] = "no-cache"
+            response["X-Accel-Buffering"] = "no"
+            return response
         result = run_turn(
-            user=request.user,
-            character=session.character,
-            session=session,
-            text=data.validated_data["text"],
+            user=request.user, character=session.character, session=session, text=text
         )
-        return Response(
+        return Response(reply_payload(result))
+
+
+def reply_payload(result: TurnResult) -> dict[str, Any]:
+    """The DESIGN.md "Interfaces" shape of a finished turn (plus step and timings)."""
+    return {
+        "turn_id": result.turn_id,
+        "status": result.status,
+        "step": result.step,
+        "reply": result.reply,
+        "question": result.question,
+        "records": [
             {
-                "turn_id": result.turn_id,
-                "status": result.status,
-                "step": result.step,
-                "reply": result.reply,
-                "question": result.question,
-                "records": [
-                    {
-                        "path": r.get("path"),
-                        "lines": r.get("lines"),
-                        "citation": r.get("citation"),
-                        **{k: v for k, v in r.items() if k not in {"path", "lines", "citation"}},
-                    }
-                    for r in result.records
-                ],
+                "path": r.get("path"),
+                "lines": r.get("lines"),
+                "citation": r.get("citation"),
+                **{k: v for k, v in r.items() if k not in {"path", "lines", "citation"}},
             }
-        )
+            for r in result.records
+        ],
+        "ttft_ms": result.ttft_ms,
+        "total_ms": result.total_ms,
+    }
+
+
+_END = object()
+
+
+def _stream_turn(user: Any, session: Session, text: str) -> Iterator[bytes]:
+    """Runs the turn in a worker thread (its own DB connection) and yields its tokens as they
+    come. A client that goes away does not stop the turn: it finishes and is stored."""
+    events: queue.Queue[object] = queue.Queue()
+
+    def work() -> None:
+        try:
+            result = run_turn(
+                user=user,
+                character=session.character,
+                session=session,
+                text=text,
+                on_token=lambda token: events.put({"type": "token", "text": token}),
+            )
+            events.put({"type": "done", **reply_payload(result)})
+        except Exception:
+            logger.exception("streamed turn crashed")
+            events.put({"type": "error", "text": "Entschuldige, da ist etwas schiefgegangen."})
+        finally:
+            connection.close()
+            events.put(_END)
+
+    threading.Thread(target=work, name=f"turn-stream-{session.pk}", daemon=True).start()
+    while (event := events.get()) is not _END:
+        yield (json.dumps(event, ensure_ascii=False) + "\n").encode()
 
 
 class PipelineLogSerializer(serializers.Serializer):

@@ -1,9 +1,16 @@
-"""The chat WebSocket: the reply streams token by token through the Redis channel layer."""
+"""The chat WebSocket: the reply streams token by token through the Redis channel layer.
+
+Nothing blocking runs on the event loop: the turn (DB and model calls) runs in a worker thread,
+and its tokens hop back through the channel layer, so "start", the tokens and "done" of one turn
+arrive in order on the same FIFO channel. Turns of one socket run one after another (an
+asyncio lock); turns of two tabs in one session are ordered by run_turn's session lock.
+"""
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from typing import Any
 
 from asgiref.sync import async_to_sync, sync_to_async
@@ -28,6 +35,8 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
             await self.close(code=4404)
             return
         self.session = session
+        self.turn_lock = asyncio.Lock()
+        self.tasks: set[asyncio.Task[None]] = set()
         await self.accept()
 
     async def receive_json(self, content: Any, **kwargs: Any) -> None:
@@ -35,40 +44,42 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
         if not isinstance(text, str):
             await self.send_json({"type": "error", "text": "Nachricht ohne Text."})
             return
-        layer = get_channel_layer()
-        channel = self.channel_name
-        await self.send_json({"type": "start"})
         # The turn runs as its own task so that this consumer keeps dispatching the token
         # messages that arrive through the channel layer while the turn is still running.
-        asyncio.ensure_future(self._turn(text, layer, channel))
+        task = asyncio.ensure_future(self._turn(text, get_channel_layer(), self.channel_name))
+        self.tasks.add(task)
+        task.add_done_callback(self.tasks.discard)
 
     async def _turn(self, text: str, layer: Any, channel: str) -> None:
-        def on_token(token: str) -> None:
-            # Runs in the worker thread: hop through the channel layer back to this socket.
-            async_to_sync(layer.send)(channel, {"type": "chat.token", "text": token})
-
-        try:
-            result = await sync_to_async(_run, thread_sensitive=False)(
-                self.scope["user"], self.session, text, on_token
+        sender = TokenSender(layer, channel)
+        async with self.turn_lock:
+            await layer.send(channel, {"type": "chat.start"})
+            try:
+                result = await sync_to_async(_run, thread_sensitive=False)(
+                    self.scope["user"], self.session, text, sender
+                )
+            except Exception:
+                logger.exception("websocket turn crashed")
+                await layer.send(channel, {"type": "chat.failed"})
+                return
+            # Through the layer too, so "done" arrives after the last token (same FIFO channel).
+            await layer.send(
+                channel,
+                {
+                    "type": "chat.done",
+                    "turn_id": result.turn_id,
+                    "status": result.status,
+                    "step": result.step,
+                    "reply": result.reply,
+                    "question": result.question,
+                    "records": result.records,
+                    "ttft_ms": result.ttft_ms,
+                    "total_ms": result.total_ms,
+                },
             )
-        except Exception:
-            logger.exception("websocket turn crashed")
-            await layer.send(channel, {"type": "chat.failed"})
-            return
-        # Through the layer too, so "done" arrives after the last token (same FIFO channel).
-        await layer.send(
-            channel,
-            {
-                "type": "chat.done",
-                "turn_id": result.turn_id,
-                "status": result.status,
-                "reply": result.reply,
-                "question": result.question,
-                "records": result.records,
-                "ttft_ms": result.ttft_ms,
-                "total_ms": result.total_ms,
-            },
-        )
+
+    async def chat_start(self, event: dict[str, Any]) -> None:
+        await self.send_json({"type": "start"})
 
     async def chat_done(self, event: dict[str, Any]) -> None:
         await self.send_json({**event, "type": "done"})
@@ -82,13 +93,46 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
         await self.send_json({"type": "token", "text": event["text"]})
 
 
-def _run(user: Any, session: Any, text: str, on_token: Any) -> Any:
+class TokenSender:
+    """Called in the worker thread for every token: hops through the channel layer back to the
+    socket, coalescing tokens that come faster than ``FLUSH_S`` (fewer layer messages, so a busy
+    server does not fill the channel). A failed send (socket gone, channel full) never breaks the
+    turn: it finishes and is stored; the client reloads it."""
+
+    FLUSH_S = 0.03
+
+    def __init__(self, layer: Any, channel: str) -> None:
+        self.layer = layer
+        self.channel = channel
+        self.buffer: list[str] = []
+        self.last = 0.0
+        self.broken = False
+
+    def __call__(self, token: str) -> None:
+        self.buffer.append(token)
+        if time.monotonic() - self.last >= self.FLUSH_S:
+            self.flush()
+
+    def flush(self) -> None:
+        if not self.buffer or self.broken:
+            return
+        text, self.buffer = "".join(self.buffer), []
+        self.last = time.monotonic()
+        try:
+            async_to_sync(self.layer.send)(self.channel, {"type": "chat.token", "text": text})
+        except Exception:
+            self.broken = True
+            logger.warning("token could not be sent; the turn goes on", exc_info=True)
+
+
+def _run(user: Any, session: Any, text: str, sender: TokenSender) -> Any:
     from django.db import close_old_connections
 
     close_old_connections()
     try:
         return run_turn(
-            user=user, character=session.character, session=session, text=text, on_token=on_token
+            user=user, character=session.character, session=session, text=text, on_token=sender
         )
     finally:
+        sender.flush()
         close_old_connections()

@@ -70,6 +70,13 @@ class Turn(models.Model):
     ttft_ms = models.IntegerField(null=True, blank=True)
     total_ms = models.IntegerField(null=True, blank=True)
     records = models.JSONField(default=list, blank=True)
+    # For the turn inspector: the exact messages composer and responder were sent, the memories
+    # shown in [GEDAECHTNIS], the tribunal's and the citation check's findings.
+    prompts = models.JSONField(default=dict, blank=True)
+    memories = models.JSONField(default=list, blank=True)
+    checks = models.JSONField(default=dict, blank=True)
+    # Share of content words in the reply that were not in the composer's content (0..1).
+    deviation = models.FloatField(null=True, blank=True)
     created_at = models.DateTimeField(default=timezone.now)
     finished_at = models.DateTimeField(null=True, blank=True)
 
@@ -163,6 +170,7 @@ class MemoryEntry(models.Model):
     provenance = models.JSONField(default=dict, blank=True)
     embedding = VectorField(dimensions=384, null=True, blank=True)
     salience = models.FloatField(default=0.5)
+    recall_count = models.PositiveIntegerField(default=0)
     created_at = models.DateTimeField(default=timezone.now)
     expires_at = models.DateTimeField(null=True, blank=True)
     promoted_at = models.DateTimeField(null=True, blank=True)

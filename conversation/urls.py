@@ -11,4 +11,5 @@ urlpatterns = [
     path("", views.chat, name="chat"),
     path("chat/<int:session_id>/", views.chat, name="chat-session"),
     path("chat/new/", views.chat_new, name="chat-new"),
+    path("turns/<int:turn_id>/", views.turn_inspector, name="turn-inspector"),
 ]

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import secrets
+import shutil
 import signal
 import socket
 import subprocess
@@ -181,9 +182,23 @@ def _terminate(procs: list[subprocess.Popen[bytes]]) -> None:
             proc.wait()
 
 
+def ensure_browser() -> None:
+    """The browser tests drive Debian's chromium; install it when missing and we are root."""
+    if Path("/usr/bin/chromium").exists():
+        return
+    if os.geteuid() != 0 or shutil.which("apt-get") is None:
+        say("chromium fehlt und ist hier nicht installierbar: Browser-Tests werden übersprungen.")
+        return
+    say("Installiere chromium für die Browser-Tests (apt-get) …")
+    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+    subprocess.run(["apt-get", "update"], check=False, env=env)
+    subprocess.run(["apt-get", "install", "-y", "chromium"], check=False, env=env)
+
+
 def test(pytest_args: list[str]) -> None:
     # Tests use Redis database 1, so a running `make run` worker never takes a test's task.
     os.environ.setdefault("NOVABERG_REDIS_DB", "1")
+    ensure_browser()
     started = start_services()
     code = 1
     try:

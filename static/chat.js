@@ -1,4 +1,5 @@
 // The chat: sends the person's words over the WebSocket and shows Nova's reply as it streams.
+// Every text from the server is set with textContent: nothing is ever parsed as HTML.
 (function () {
   "use strict";
   const chat = document.querySelector(".chat");
@@ -7,46 +8,204 @@
   const list = document.getElementById("messages");
   const form = document.getElementById("composer");
   const input = document.getElementById("text");
+  const statusLine = document.getElementById("status");
+  const viewer = document.getElementById("viewer");
   let current = null;
   let socket = null;
+  let retry = 0;
+
+  function el(tag, cls, text) {
+    const node = document.createElement(tag);
+    if (cls) node.className = cls;
+    if (text !== undefined) node.textContent = text;
+    return node;
+  }
+
+  function scroll() { list.scrollTop = list.scrollHeight; }
 
   function add(role, text) {
-    const li = document.createElement("li");
-    li.className = "msg " + role;
-    li.textContent = text; // textContent: message text is never parsed as HTML
+    const li = el("li", "msg " + role);
+    li.appendChild(el("span", "text", text));
     list.appendChild(li);
-    list.scrollTop = list.scrollHeight;
+    scroll();
     return li;
   }
+
+  function textOf(li) { return li.querySelector(".text"); }
+
+  function send(text) {
+    if (!text.trim() || !socket || socket.readyState !== WebSocket.OPEN) return false;
+    add("user", text);
+    socket.send(JSON.stringify({ text: text }));
+    return true;
+  }
+
+  // Confirmation questions are Nova's message; the person answers in words. The buttons only
+  // send the words "Ja" / "Nein" as text, through the same consent reader.
+  function addQuickButtons(li) {
+    if (li.querySelector(".quick")) return;
+    const box = el("div", "quick");
+    ["Ja", "Nein"].forEach(function (word) {
+      const b = el("button", "quick-" + word.toLowerCase(), word);
+      b.type = "button";
+      b.addEventListener("click", function () {
+        if (send(word)) box.remove();
+      });
+      box.appendChild(b);
+    });
+    li.appendChild(box);
+  }
+
+  function openCitation(rec) {
+    const title = document.getElementById("viewer-title");
+    const pre = document.getElementById("viewer-text");
+    title.textContent = rec.citation;
+    pre.textContent = "lädt …";
+    if (viewer.showModal) viewer.showModal(); else viewer.setAttribute("open", "");
+    const url = "/api/roots/" + encodeURIComponent(rec.root_id) + "/file/?path=" +
+      encodeURIComponent(rec.path) + "&lines=" + encodeURIComponent(rec.lines);
+    fetch(url, { credentials: "same-origin", headers: { Accept: "application/json" } })
+      .then(function (r) { return r.ok ? r.json() : Promise.reject(r.status); })
+      .then(function (data) { pre.textContent = data.text; })
+      .catch(function (code) {
+        pre.textContent = code === 404
+          ? "Diese Stelle gibt es nicht (mehr) in den freigegebenen Unterlagen."
+          : "Die Stelle konnte nicht geladen werden (" + code + ").";
+      });
+  }
+
+  function addRecords(li, records) {
+    if (!records || !records.length || li.querySelector(".records")) return;
+    const box = el("div", "records");
+    box.appendChild(el("span", "records-label", "Aufzeichnungen: "));
+    records.forEach(function (rec) {
+      const a = el("a", "citation", rec.citation);
+      a.href = "#";
+      a.addEventListener("click", function (ev) { ev.preventDefault(); openCitation(rec); });
+      box.appendChild(a);
+      if (rec.archived) box.appendChild(el("span", "archived", " (archiviert)"));
+      box.appendChild(document.createTextNode(" "));
+    });
+    li.appendChild(box);
+  }
+
+  function addInspectorLink(li, turnId, ttft, total) {
+    if (!turnId || li.querySelector(".meta")) return;
+    const meta = el("div", "meta");
+    const a = el("a", "inspect", "Ablauf");
+    a.href = "/turns/" + turnId + "/";
+    meta.appendChild(a);
+    if (ttft !== null && ttft !== undefined) {
+      meta.appendChild(document.createTextNode(" · erstes Wort nach " + ttft + " ms, fertig nach " + total + " ms"));
+    }
+    li.appendChild(meta);
+  }
+
+  function finish(li, msg) {
+    li.dataset.turn = msg.turn_id;
+    li.dataset.status = msg.status;
+    textOf(li).textContent = msg.reply;
+    if (msg.status === "rueckfrage") { li.classList.add("question"); addQuickButtons(li); }
+    if (msg.status === "fehler") li.classList.add("failed");
+    addRecords(li, msg.records);
+    addInspectorLink(li, msg.turn_id, msg.ttft_ms, msg.total_ms);
+    scroll();
+  }
+
+  // Replies rendered by the server: records, buttons for the last open question, links.
+  const rendered = list.querySelectorAll(".msg.assistant");
+  rendered.forEach(function (li, i) {
+    if (li.dataset.records) addRecords(li, JSON.parse(li.dataset.records));
+    addInspectorLink(li, li.dataset.turn);
+    if (li.dataset.status === "rueckfrage" && i === rendered.length - 1) addQuickButtons(li);
+  });
+  scroll();
 
   function connect() {
     const proto = location.protocol === "https:" ? "wss" : "ws";
     socket = new WebSocket(proto + "://" + location.host + "/ws/sessions/" + sessionId + "/");
+    socket.onopen = function () { retry = 0; statusLine.textContent = ""; chat.classList.add("online"); };
     socket.onmessage = function (ev) {
       const msg = JSON.parse(ev.data);
-      if (msg.type === "start") { current = add("assistant", ""); }
-      else if (msg.type === "token" && current) { current.textContent += msg.text; list.scrollTop = list.scrollHeight; }
-      else if (msg.type === "done") {
+      if (msg.type === "start") {
+        list.querySelectorAll(".quick").forEach(function (q) { q.remove(); });
+        current = add("assistant streaming", "");
+      } else if (msg.type === "token" && current) {
+        textOf(current).textContent += msg.text;
+        scroll();
+      } else if (msg.type === "done") {
         if (!current) current = add("assistant", "");
-        current.textContent = msg.reply;
-        if (msg.status === "rueckfrage") current.classList.add("question");
-        current.dataset.turn = msg.turn_id;
+        current.classList.remove("streaming");
+        finish(current, msg);
         current = null;
-      } else if (msg.type === "error") { add("assistant error", msg.text); }
+        loadSide(); // a confirmed directive or root shows up at once
+      } else if (msg.type === "error") {
+        add("assistant failed", msg.text);
+        current = null;
+      }
     };
-    socket.onclose = function () { setTimeout(connect, 1500); };
+    socket.onclose = function (ev) {
+      chat.classList.remove("online");
+      if (ev.code === 4401) { statusLine.textContent = "Bitte melde dich an."; return; }
+      statusLine.textContent = "Verbindung unterbrochen – ich verbinde neu …";
+      retry = Math.min(retry + 1, 5);
+      setTimeout(connect, 500 * retry);
+    };
   }
 
   form.addEventListener("submit", function (ev) {
     ev.preventDefault();
-    const text = input.value;
-    if (!text.trim() || !socket || socket.readyState !== WebSocket.OPEN) return;
-    add("user", text);
-    socket.send(JSON.stringify({ text: text }));
-    input.value = "";
+    if (send(input.value)) input.value = "";
   });
   input.addEventListener("keydown", function (ev) {
     if (ev.key === "Enter" && !ev.shiftKey) { ev.preventDefault(); form.requestSubmit(); }
   });
+
+  // Side panel: active directives and released roots with their index progress.
+  function fillList(id, items, render, empty) {
+    const ul = document.getElementById(id);
+    ul.textContent = "";
+    if (!items.length) { ul.appendChild(el("li", "muted", empty)); return; }
+    items.forEach(function (item) { ul.appendChild(render(item)); });
+  }
+
+  function getJson(url) {
+    return fetch(url, { credentials: "same-origin", headers: { Accept: "application/json" } })
+      .then(function (r) { return r.ok ? r.json() : Promise.reject(r.status); });
+  }
+
+  function listOf(data) { return Array.isArray(data) ? data : (data && data.results) || []; }
+
+  function loadSide() {
+    getJson("/api/directives/?active=true").then(function (data) {
+      fillList("directives", listOf(data), function (d) {
+        const li = el("li", "directive", d.text);
+        if (d.context) li.appendChild(el("small", "muted", " (" + d.context + ")"));
+        return li;
+      }, "Keine aktiven Direktiven.");
+    }).catch(function () {
+      fillList("directives", [], null, "Direktiven sind gerade nicht abrufbar.");
+    });
+    getJson("/api/roots/").then(function (data) {
+      fillList("roots", listOf(data), function (r) {
+        const li = el("li", "root");
+        li.appendChild(el("span", "path", r.path || r.resolved_path || ("#" + r.id)));
+        li.appendChild(el("small", "state", " " + (r.state || "")));
+        const p = r.progress || {};
+        if (p.total) {
+          const bar = el("progress");
+          bar.max = p.total; bar.value = p.done || 0;
+          bar.title = (p.done || 0) + " von " + p.total + " Dateien indexiert";
+          li.appendChild(bar);
+        }
+        return li;
+      }, "Keine Unterlagen freigegeben.");
+    }).catch(function () {
+      fillList("roots", [], null, "Unterlagen sind gerade nicht abrufbar.");
+    });
+  }
+
   connect();
+  loadSide();
+  setInterval(loadSide, 15000);
 })();

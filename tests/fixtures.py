@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import os
 import subprocess
 import sys
@@ -19,6 +20,26 @@ from conversation.models import Character, Session
 from tests.factories import SessionFactory, UserFactory
 
 BASE_DIR = Path(__file__).resolve().parent.parent
+
+
+def _ensure_nova() -> None:
+    """Nova comes from a data migration; a transactional test's flush removes her, so every test
+    that gets a database gets her back (with the migration's own wording)."""
+    from django.apps import apps
+
+    if not Character.objects.filter(name="Nova").exists():
+        migration = importlib.import_module("conversation.migrations.0002_nova")
+        migration.create_nova(apps, None)
+
+
+@pytest.fixture
+def _django_db_helper(_django_db_helper: None, request: pytest.FixtureRequest) -> None:
+    """Wraps pytest-django's database set-up (behind ``db``, ``transactional_db`` and the
+    ``django_db`` marker) so each database test finds Nova."""
+    from pytest_django.fixtures import is_django_unittest
+
+    if not is_django_unittest(request):
+        _ensure_nova()
 
 
 @pytest.fixture(autouse=True)

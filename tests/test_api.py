@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -52,7 +53,8 @@ def test_message_runs_a_turn_and_returns_the_interface_shape(api: APIClient) -> 
     turn = Turn.objects.get(pk=body["turn_id"])
     assert turn.text == "Hallo Nova" and turn.role == "user"
     nodes = list(PipelineLog.objects.filter(turn=turn).values_list("node", flat=True))
-    assert nodes[0] == "pending" and nodes[-1] == "responder"
+    assert nodes[0] == "pending" and nodes[-1] == "gedaechtnis"
+    assert "composer" in nodes and nodes.index("composer") < nodes.index("responder")
 
 
 def test_another_persons_session_answers_404(api: APIClient, other_api: APIClient) -> None:
@@ -123,3 +125,89 @@ def test_openapi_schema_lists_the_interfaces(api: APIClient) -> None:
 def test_request_id_is_echoed(api: APIClient) -> None:
     answer = api.post("/api/sessions/", {}, format="json", HTTP_X_REQUEST_ID="abc123")
     assert answer["X-Request-ID"] == "abc123"
+
+
+def test_a_50000_character_message_is_refused_with_a_reason(api: APIClient) -> None:
+    session_id = api.post("/api/sessions/", {}, format="json").json()["id"]
+    body = api.post(
+        f"/api/sessions/{session_id}/messages/", {"text": "a" * 50_000}, format="json"
+    ).json()
+    assert (body["status"], body["step"]) == ("fehler", "zu_lang")
+    assert "50000 Zeichen zu lang" in body["reply"] and "höchstens 2000" in body["reply"]
+
+
+# serialized_rollback: the data migration's "Nova" is back even after another transactional
+# test flushed the tables.
+@pytest.mark.django_db(transaction=True, serialized_rollback=True)
+def test_streaming_variant_sends_tokens_then_the_finished_reply(user: Any) -> None:
+    from tests.fixtures import token_client
+
+    api = token_client(user)
+    session_id = api.post("/api/sessions/", {}, format="json").json()["id"]
+    answer = api.post(
+        f"/api/sessions/{session_id}/messages/?stream=1", {"text": "Hallo Nova"}, format="json"
+    )
+    assert answer.status_code == 200
+    assert answer["Content-Type"] == "application/x-ndjson"
+    lines = [json.loads(line) for line in b"".join(answer.streaming_content).splitlines()]
+    kinds = [line["type"] for line in lines]
+    assert kinds[-1] == "done" and set(kinds[:-1]) == {"token"} and len(kinds) > 2
+    done = lines[-1]
+    assert set(done) >= {"turn_id", "status", "reply", "question", "records"}
+    assert "".join(line["text"] for line in lines[:-1]) == done["reply"]
+    assert Turn.objects.get(pk=done["turn_id"]).status == "abgeschlossen"
+
+
+def test_html_in_a_message_is_escaped_on_the_chat_page_and_in_the_inspector(
+    api: APIClient, user: Any
+) -> None:
+    from django.test import Client
+
+    session_id = api.post("/api/sessions/", {}, format="json").json()["id"]
+    evil = '<script>alert("x")</script><img src=x onerror=alert(1)>'
+    turn_id = api.post(
+        f"/api/sessions/{session_id}/messages/", {"text": evil}, format="json"
+    ).json()["turn_id"]
+    browser = Client()
+    browser.force_login(user)
+    for url in (f"/chat/{session_id}/", f"/turns/{turn_id}/"):
+        page = browser.get(url).content.decode()
+        assert "&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt;" in page, url
+        assert "<script>alert" not in page and "<img src=x" not in page, url
+
+
+def test_turn_inspector_shows_nodes_prompts_and_times_to_its_owner_only(
+    api: APIClient, user: Any, other_user: Any
+) -> None:
+    from django.test import Client
+
+    session_id = api.post("/api/sessions/", {}, format="json").json()["id"]
+    turn_id = api.post(
+        f"/api/sessions/{session_id}/messages/", {"text": "Mein Hund heißt Bello."}, format="json"
+    ).json()["turn_id"]
+    owner = Client()
+    owner.force_login(user)
+    page = owner.get(f"/turns/{turn_id}/")
+    assert page.status_code == 200
+    html = page.content.decode()
+    for node in ("enricher", "composer", "responder", "tribunal", "gedaechtnis"):
+        assert f'data-node="{node}"' in html
+    assert html.count('class="wf-bar') == PipelineLog.objects.filter(turn_id=turn_id).count()
+    assert "[VERFASSER]" in html and "[IDENTITAET]" in html  # the exact prompts
+    assert "Erstes Token" in html and " ms" in html
+    stranger = Client()
+    stranger.force_login(other_user)
+    assert stranger.get(f"/turns/{turn_id}/").status_code == 404
+    assert owner.get("/turns/999999/").status_code == 404
+
+
+def test_chat_page_shows_offline_mode_and_the_navigation(user: Any) -> None:
+    from django.test import Client
+
+    browser = Client()
+    assert browser.get("/").status_code == 302  # login first
+    browser.force_login(user)
+    page = browser.get("/", follow=True).content.decode()
+    assert "Offline-Modus" in page
+    assert 'href="/roots/"' in page and ">Chat<" in page
+    assert ">Admin<" not in page  # anna is not staff

@@ -1,7 +1,13 @@
-"""Offline handlers of the conversation nodes (the deterministic backend, DESIGN.md)."""
+"""Offline handlers of the conversation nodes (the deterministic backend, DESIGN.md).
+
+The composer answers extractively from the blocks it sees (records with their citation); the
+responder says that content as it is, applying the Sie/du form the directives demand where it
+can, and never adds a fact.
+"""
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from novaberg import llm
@@ -12,11 +18,105 @@ OFFLINE_NO_CONTENT = (
     "plaudern kann ich so nicht."
 )
 
+_SIEZEN = re.compile(r"\b(siez\w*|sie-form|per sie|förmlich)", re.I)
+_PRONOUNS = {
+    "du": "Sie",
+    "dich": "Sie",
+    "dir": "Ihnen",
+    "dein": "Ihr",
+    "deine": "Ihre",
+    "deinen": "Ihren",
+    "deinem": "Ihrem",
+    "deiner": "Ihrer",
+    "deines": "Ihres",
+}
+_VERBS = {
+    "hast": "haben",
+    "bist": "sind",
+    "kannst": "können",
+    "willst": "wollen",
+    "weißt": "wissen",
+    "musst": "müssen",
+    "darfst": "dürfen",
+    "sollst": "sollen",
+    "magst": "mögen",
+    "liest": "lesen",
+    "siehst": "sehen",
+    "gibst": "geben",
+    "nimmst": "nehmen",
+    "wirst": "werden",
+    "hattest": "hatten",
+    "warst": "waren",
+    "möchtest": "möchten",
+    "könntest": "könnten",
+    "würdest": "würden",
+}
+_TOKEN = re.compile(r"[A-Za-zÄÖÜäöüß]+|[^A-Za-zÄÖÜäöüß]+")
+
+
+def _verb_to_sie(word: str) -> str:
+    lower = word.lower()
+    if lower in _VERBS:
+        out = _VERBS[lower]
+    elif lower.endswith("st") and len(lower) > 4:
+        out = lower[:-2] + "en"
+    else:
+        return word
+    return out.capitalize() if word[:1].isupper() else out
+
+
+def to_sie(text: str) -> str:
+    """du-form → Sie-form for pronouns and the verb next to "du" (where it can)."""
+    tokens = _TOKEN.findall(text)
+    words = [i for i, t in enumerate(tokens) if t[:1].isalpha()]
+    out = list(tokens)
+    for pos, i in enumerate(words):
+        lower = tokens[i].lower()
+        if lower in _PRONOUNS:
+            out[i] = _PRONOUNS[lower]
+            if lower == "du":
+                for j in (pos - 1, pos + 1):
+                    if 0 <= j < len(words):
+                        out[words[j]] = _verb_to_sie(tokens[words[j]])
+    return "".join(out)
+
+
+def composer(messages: list[dict[str, str]], hints: dict[str, Any]) -> str:
+    """Extractive content from what the composer sees: the task, records, memory."""
+    task = str(hints.get("task") or "").strip()
+    if task:
+        return task
+    parts: list[str] = []
+    records = list(hints.get("records") or [])
+    if records:
+        lines = [
+            f"- {r.get('citation')}: {(r.get('summary') or r.get('excerpt') or '').strip()[:300]}"
+            + (" (archiviert)" if r.get("archived") else "")
+            for r in records
+        ]
+        parts.append(
+            "In deinen Aufzeichnungen steht dazu – das sind Aufzeichnungen, nicht meine "
+            "Erinnerung, und sie können veraltet sein:\n" + "\n".join(lines)
+        )
+    memories = list(hints.get("memories") or [])
+    if memories:
+        said = [
+            m["text"]
+            if (m.get("provenance") or {}).get("quelle") == "aufzeichnungen"
+            else f"Du hast mir gesagt: „{m['text']}“"
+            for m in memories[:3]
+        ]
+        parts.append("Ich erinnere mich: " + " ".join(said))
+    return "\n\n".join(parts) or OFFLINE_NO_CONTENT
+
 
 def responder(messages: list[dict[str, str]], hints: dict[str, Any]) -> str:
     """Offline voice: says the composer's content as it is; never adds a fact."""
-    content = str(hints.get("content") or "").strip()
-    return content or OFFLINE_NO_CONTENT
+    content = str(hints.get("content") or "").strip() or OFFLINE_NO_CONTENT
+    if _SIEZEN.search(str(hints.get("directives") or "")):
+        content = to_sie(content)
+    return content
 
 
+llm.register_offline("composer", composer)
 llm.register_offline("responder", responder)

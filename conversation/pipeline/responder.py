@@ -1,8 +1,9 @@
-"""Node: the responder gives the content Nova's voice and streams it to the client.
+"""Node: the responder gives the composer's content Nova's voice and streams it to the client.
 
-It sees [IDENTITAET], [KOMMUNIKATION], the content, [REGELN] and, last, [DIREKTIVEN] (seed 000
-§8.1: recency), plus the conversation as messages. A confirmation question is sent exactly as
-stored (the person must see the wording that the gate will execute), not re-voiced.
+It sees [IDENTITAET], [EIGENE_EMOTION], [KOMMUNIKATION], [GESPRAECHSVERLAUF], the content,
+[REGELN] and, last, [DIREKTIVEN] (seed 000 §8.1: recency) — never memory, records or research
+(seed 003 §2.2). A confirmation question is sent exactly as stored (the person must see the
+wording that the gate will execute), not re-voiced.
 """
 
 from __future__ import annotations
@@ -11,8 +12,9 @@ import time
 
 from conversation.pipeline.logging import node_log
 from conversation.pipeline.state import TurnState
+from conversation.pipeline.words import new_word_share
 from conversation.prompts import blocks
-from directives.blocks import directives_block
+from directives import blocks as directives_blocks
 from novaberg import llm
 
 LLM_FAILED_TEXT = (
@@ -25,6 +27,7 @@ RESPONDER_BLOCKS = (
     "IDENTITAET",
     "EIGENE_EMOTION",
     "KOMMUNIKATION",
+    "GESPRAECHSVERLAUF",
     "INHALT",
     "REGELN",
     "DIREKTIVEN",
@@ -34,24 +37,25 @@ RESPONDER_BLOCKS = (
 def system_prompt(state: TurnState) -> str:
     if "DIREKTIVEN" not in state.blocks:
         # Every reply carries all active directives (seed 000 §1: one not loaded is not obeyed).
-        state.blocks["DIREKTIVEN"] = directives_block(user=state.user)
+        state.blocks["DIREKTIVEN"] = directives_blocks.directives_block(user=state.user)
     parts = {
         "IDENTITAET": blocks.identity_block(state.character),
+        "EIGENE_EMOTION": blocks.emotion_block(state.vector.intent if state.vector else ""),
         "KOMMUNIKATION": blocks.communication_block(state.character),
+        "GESPRAECHSVERLAUF": blocks.history_block(state.history, state.character.name),
         "REGELN": blocks.rules_block(),
     }
+    state.blocks["REGELN"] = parts["REGELN"]
     if state.composer_text:
         parts["INHALT"] = blocks.content_block(state.composer_text)
-    for name in ("EIGENE_EMOTION", "DIREKTIVEN"):
-        if state.blocks.get(name):
-            parts[name] = state.blocks[name]
+    if state.blocks.get("DIREKTIVEN"):
+        parts["DIREKTIVEN"] = state.blocks["DIREKTIVEN"]
     return "\n\n".join(parts[name] for name in RESPONDER_BLOCKS if name in parts)
 
 
 def messages_for(state: TurnState) -> list[dict[str, str]]:
     return [
         {"role": "system", "content": system_prompt(state)},
-        *state.history,
         {"role": "user", "content": state.text},
     ]
 
@@ -63,27 +67,34 @@ def _emit(state: TurnState, text: str) -> None:
 
 def run(state: TurnState) -> TurnState:
     with node_log(state, "responder") as log:
-        result = state.agent_result
-        if result is not None and result.status == "rueckfrage" and result.question:
-            state.reply = result.question
-            state.ttft_ms = state.extra.get("elapsed_ms", lambda: 0)()
+        if state.failed:
+            log.outcome = "uebersprungen_fehler"
+            return state
+        if state.asks:
+            assert state.agent_result is not None and state.agent_result.question
+            state.reply = state.agent_result.question
+            state.ttft_ms = state.extra["elapsed_ms"]()
             _emit(state, state.reply)
             log.outcome = "rueckfrage_wortgleich"
             return state
-        if result is not None and not state.composer_text:
-            state.composer_text = result.text
+        if state.agent_result is not None and not state.composer_text:
+            state.composer_text = state.agent_result.text
 
         messages = messages_for(state)
-        state.extra["responder_messages"] = messages
+        state.prompts["responder"] = messages
         gateway = llm.get_gateway()
-        hints = {"content": state.composer_text, "text": state.text, "blocks": dict(state.blocks)}
+        hints = {
+            "content": state.composer_text,
+            "text": state.text,
+            "directives": state.blocks.get("DIREKTIVEN", ""),
+        }
         t0 = time.perf_counter()
         tokens: list[str] = []
         failure = None
         for event in gateway.stream(messages, purpose="responder", hints=hints):
             if event.kind == "token":
                 if not tokens:
-                    state.ttft_ms = state.extra.get("elapsed_ms", lambda: 0)()
+                    state.ttft_ms = state.extra["elapsed_ms"]()
                 tokens.append(event.text)
                 _emit(state, event.text)
             elif event.kind == "error":
@@ -105,6 +116,8 @@ def run(state: TurnState) -> TurnState:
             separator = "\n\n" if state.reply else ""
             _emit(state, separator + LLM_FAILED_TEXT)
             state.reply = state.reply + separator + LLM_FAILED_TEXT
+            if state.ttft_ms is None:
+                state.ttft_ms = state.extra["elapsed_ms"]()
             return state
         if not state.reply.strip():
             log.outcome = "leere_antwort"
@@ -113,5 +126,9 @@ def run(state: TurnState) -> TurnState:
             state.reply = LLM_FAILED_TEXT
             _emit(state, state.reply)
             return state
+        # seed 003 §3.3: both texts exist separately, so the drift is measured every turn.
+        state.deviation, new_words = new_word_share(state.reply, state.composer_text)
+        log.details["abweichung"] = state.deviation
+        log.details["neue_woerter"] = new_words[:30]
         log.outcome = "gestreamt"
     return state

@@ -12,7 +12,18 @@ from django.db import connection
 from django.utils import timezone
 
 from conversation.models import Character, Session, Turn
-from conversation.pipeline import agent, pending, responder, router
+from conversation.pipeline import (
+    agent,
+    composer,
+    enricher,
+    pending,
+    reducer,
+    remember,
+    responder,
+    router,
+    tribunal,
+    vector,
+)
 from conversation.pipeline.state import TurnResult, TurnState
 from novaberg.logging import turn_context
 
@@ -21,9 +32,20 @@ logger = logging.getLogger("novaberg.turn")
 HISTORY_TURNS = 12
 CRASH_TEXT = "Entschuldige, da ist bei mir etwas schiefgegangen. Deine Nachricht ist gespeichert."
 
-# Each node takes and returns the state; later issues add enricher, reducer, composer, tribunal
-# and memory between these.
-NODES: list[Callable[[TurnState], TurnState]] = [pending.run, router.run, agent.run, responder.run]
+# Each node takes and returns the state (DESIGN.md "One turn"; seed 003 §2: the conversation
+# vector is decided before the composer, which executes it).
+NODES: list[Callable[[TurnState], TurnState]] = [
+    pending.run,
+    router.run,
+    agent.run,
+    enricher.run,
+    reducer.run,
+    vector.run,
+    composer.run,
+    responder.run,
+    tribunal.run,
+    remember.run,
+]
 
 
 def check_input(text: str) -> tuple[str, str | None, str | None]:
@@ -52,15 +74,21 @@ def check_input(text: str) -> tuple[str, str | None, str | None]:
     return cleaned.strip(), None, None
 
 
-def history_for(session: Session, before: Turn) -> list[dict[str, str]]:
+def history_rows(session: Session, before: Turn) -> list[dict[str, object]]:
     rows = list(
         Turn.objects.filter(session=session, created_at__lte=before.created_at)
         .exclude(pk=before.pk)
         .exclude(status="fehler")
         .order_by("-created_at", "-id")
-        .values("role", "text")[:HISTORY_TURNS]
+        .values("id", "role", "text")[:HISTORY_TURNS]
     )
-    return [{"role": r["role"], "content": r["text"]} for r in reversed(rows)]
+    return list(reversed(rows))
+
+
+def history_for(session: Session, before: Turn) -> list[dict[str, str]]:
+    return [
+        {"role": str(r["role"]), "content": str(r["text"])} for r in history_rows(session, before)
+    ]
 
 
 class _SessionLock:
@@ -116,7 +144,9 @@ def run_turn(
                     on_token(state.reply)
                 logger.info("turn refused", extra={"step": failed_step})
             else:
-                state.history = history_for(session, turn)
+                rows = history_rows(session, turn)
+                state.history = [{"role": str(r["role"]), "content": str(r["text"])} for r in rows]
+                state.extra["history_turn_ids"] = [r["id"] for r in rows]
                 try:
                     for node in NODES:
                         state = node(state)
@@ -148,6 +178,7 @@ def _finish(state: TurnState, t0: float) -> TurnResult:
             status=state.status,
             composer_text=state.composer_text,
             records=state.records,
+            deviation=state.deviation,
             created_at=now,
             finished_at=now,
         )
@@ -158,6 +189,10 @@ def _finish(state: TurnState, t0: float) -> TurnResult:
     turn.total_ms = total_ms
     turn.composer_text = state.composer_text
     turn.records = state.records
+    turn.prompts = state.prompts
+    turn.memories = state.memories
+    turn.checks = state.checks
+    turn.deviation = state.deviation
     turn.finished_at = now
     turn.save(
         update_fields=[
@@ -167,6 +202,10 @@ def _finish(state: TurnState, t0: float) -> TurnResult:
             "total_ms",
             "composer_text",
             "records",
+            "prompts",
+            "memories",
+            "checks",
+            "deviation",
             "finished_at",
         ]
     )

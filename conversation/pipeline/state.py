@@ -14,6 +14,17 @@ if TYPE_CHECKING:
 
 
 @dataclass
+class ConversationVector:
+    """Strategy (what), intent (why), vehicle (how) and the guiding thought of this turn."""
+
+    strategy: str
+    intent: str
+    vehicle: str
+    impulse: str
+    source: str  # "llm" | "regeln"
+
+
+@dataclass
 class TurnState:
     user: AbstractBaseUser
     character: Character
@@ -27,8 +38,16 @@ class TurnState:
     # context blocks built for the prompts, by block name ("AUFGABE", "DIREKTIVEN", ...)
     blocks: dict[str, str] = field(default_factory=dict)
     history: list[dict[str, str]] = field(default_factory=list)
+    # enricher: the ONE turn vector (such_vektor), reused by memory search, files and memory write
+    query_vector: list[float] | None = None
+    memories: list[dict[str, Any]] = field(default_factory=list)
     records: list[dict[str, Any]] = field(default_factory=list)
+    vector: ConversationVector | None = None
     composer_text: str = ""
+    # exact messages sent to the models, by node ("composer", "responder") for the inspector
+    prompts: dict[str, list[dict[str, str]]] = field(default_factory=dict)
+    deviation: float | None = None
+    checks: dict[str, Any] = field(default_factory=dict)
     # outcome of the turn
     reply: str = ""
     status: str = "abgeschlossen"
@@ -37,6 +56,16 @@ class TurnState:
     ttft_ms: int | None = None
     finished: bool = False
     extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def failed(self) -> bool:
+        return self.status == "fehler"
+
+    @property
+    def asks(self) -> bool:
+        """The agent asked a confirmation question: it goes out word for word."""
+        result = self.agent_result
+        return result is not None and result.status == "rueckfrage" and bool(result.question)
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,275 @@
+"""Conversation benchmarks: ``.venv/bin/python bench/bench_conversation.py``.
+
+1. Time to first token (TTFT) of the full chain against the fake OpenAI-compatible server with a
+   fixed latency per call, compared with the same chain without the composer and with a
+   responder-only chain (no conversation vector, no composer): seed 003 §3.3 says the composer's
+   price is paid on the clock before the first token, and it is measured before it is accepted.
+2. WebSocket turns per second: 20 concurrent clients against a real daphne process with the
+   Redis channel layer on 127.0.0.1 (offline backend: the figure is pipeline + transport).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import json
+import os
+import socket
+import statistics
+import struct
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+if str(BASE_DIR) not in sys.path:
+    sys.path.insert(0, str(BASE_DIR))
+
+from bench import _django  # noqa: E402
+
+LATENCY_S = 0.05
+TTFT_TURNS = 15
+CLIENTS = 20
+TURNS_PER_CLIENT = 5
+
+
+# --- 1. TTFT -------------------------------------------------------------------------------------
+
+
+def ttft_runs() -> dict[str, list[int]]:
+    from django.conf import settings
+
+    from conversation.pipeline import runner
+    from conversation.services import session_create
+    from novaberg import embeddings, llm
+    from tests.factories import UserFactory
+    from tests.fakes.openai_server import FakeOpenAI
+
+    embeddings.warm_up()
+    fake = FakeOpenAI().start()
+    fake.latency_s = LATENCY_S
+    fake.set_default("Schön, dass du fragst: Das erzähle ich dir gern.")
+    settings.LLM_BASE_URL = fake.base_url
+    settings.LLM_API_KEY = "bench"
+    settings.LLM_MODEL = "fake-model"
+    settings.LLM_MAX_RETRIES = 0
+    llm.reset_gateway()
+    user = UserFactory(username=f"bench-ttft-{os.getpid()}")
+    full = list(runner.NODES)
+    without_composer = [n for n in full if n.__module__ != "conversation.pipeline.composer"]
+    responder_only = [
+        n
+        for n in without_composer
+        if n.__module__ not in {"conversation.pipeline.vector", "conversation.pipeline.composer"}
+    ]
+    configs = {
+        "volle Kette (Vektor + Verfasser + Responder)": full,
+        "ohne Verfasser (Vektor + Responder)": without_composer,
+        "nur Responder": responder_only,
+    }
+    out: dict[str, list[int]] = {}
+    try:
+        for name, nodes in configs.items():
+            runner.NODES[:] = nodes
+            session = session_create(user=user)
+            values = []
+            for i in range(TTFT_TURNS):
+                result = runner.run_turn(
+                    user=user, character=session.character, session=session, text=f"Frage {i}?"
+                )
+                assert result.ttft_ms is not None, result
+                values.append(result.ttft_ms)
+            out[name] = values
+    finally:
+        runner.NODES[:] = full
+        fake.stop()
+    return out
+
+
+# --- 2. WebSocket turns/s ------------------------------------------------------------------------
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+async def _ws_connect(port: int, path: str, cookie: str) -> tuple[Any, Any]:
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    key = base64.b64encode(os.urandom(16)).decode()
+    writer.write(
+        (
+            f"GET {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nUpgrade: websocket\r\n"
+            f"Connection: Upgrade\r\nSec-WebSocket-Key: {key}\r\nSec-WebSocket-Version: 13\r\n"
+            f"Origin: http://127.0.0.1:{port}\r\nCookie: {cookie}\r\n\r\n"
+        ).encode()
+    )
+    status = await reader.readuntil(b"\r\n\r\n")
+    if b" 101 " not in status.split(b"\r\n", 1)[0]:
+        raise RuntimeError(f"websocket refused: {status[:80]!r}")
+    return reader, writer
+
+
+def _frame(text: str) -> bytes:
+    data = text.encode()
+    mask = os.urandom(4)
+    head = bytes([0x81])
+    n = len(data)
+    if n < 126:
+        head += bytes([0x80 | n])
+    elif n < 65536:
+        head += bytes([0x80 | 126]) + struct.pack(">H", n)
+    else:
+        head += bytes([0x80 | 127]) + struct.pack(">Q", n)
+    return head + mask + bytes(b ^ mask[i % 4] for i, b in enumerate(data))
+
+
+async def _read_frame(reader: Any) -> str:
+    b1, b2 = await reader.readexactly(2)
+    n = b2 & 0x7F
+    if n == 126:
+        (n,) = struct.unpack(">H", await reader.readexactly(2))
+    elif n == 127:
+        (n,) = struct.unpack(">Q", await reader.readexactly(8))
+    data = await reader.readexactly(n)
+    if b1 & 0x0F == 0x8:
+        code = struct.unpack(">H", data[:2])[0] if len(data) >= 2 else None
+        raise RuntimeError(f"websocket closed by server (code {code})")
+    return data.decode()
+
+
+async def _client(port: int, session_id: int, cookie: str, latencies: list[float]) -> int:
+    reader, writer = await _ws_connect(port, f"/ws/sessions/{session_id}/", cookie)
+    done = 0
+    for i in range(TURNS_PER_CLIENT):
+        t0 = time.perf_counter()
+        writer.write(_frame(json.dumps({"text": f"Mein Lieblingsort Nummer {i} ist Hamburg."})))
+        await writer.drain()
+        while True:
+            event = json.loads(await _read_frame(reader))
+            if event["type"] in {"done", "error"}:
+                break
+        latencies.append(time.perf_counter() - t0)
+        done += event["type"] == "done"
+    writer.close()
+    return done
+
+
+def websocket_throughput() -> dict[str, float]:
+    from django.conf import settings
+    from django.test import Client
+
+    from conversation.services import session_create
+    from tests.factories import UserFactory
+
+    port = _free_port()
+    env = {
+        **os.environ,
+        "NOVABERG_DATABASE_NAME": settings.DATABASES["default"]["NAME"],
+        "NOVABERG_LLM_BASE_URL": "",
+        "NOVABERG_LOG_LEVEL": "WARNING",
+    }
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "daphne",
+            "-b",
+            "127.0.0.1",
+            "-p",
+            str(port),
+            "novaberg.asgi:application",
+        ],
+        cwd=BASE_DIR,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=(BASE_DIR / "var" / "bench-daphne.log").open("wb"),
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
+                break
+            except OSError:
+                if time.monotonic() > deadline or proc.poll() is not None:
+                    raise RuntimeError("daphne did not start") from None
+                time.sleep(0.2)
+        clients = []
+        for i in range(CLIENTS):
+            user = UserFactory(username=f"bench-ws-{os.getpid()}-{i}")
+            browser = Client()
+            browser.force_login(user)
+            cookie = f"sessionid={browser.cookies['sessionid'].value}"
+            clients.append((session_create(user=user).pk, cookie))
+        # One warm-up turn loads the embedding model inside daphne before the clock starts.
+        asyncio.run(_client(port, clients[0][0], clients[0][1], []))
+        latencies: list[float] = []
+
+        async def all_clients() -> list[int]:
+            return await asyncio.gather(*(_client(port, s, c, latencies) for s, c in clients))
+
+        t0 = time.perf_counter()
+        done = sum(asyncio.run(all_clients()))
+        wall = time.perf_counter() - t0
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+    latencies.sort()
+    return {
+        "turns": done,
+        "wall_s": wall,
+        "turns_per_s": done / wall,
+        "p50_ms": 1000 * statistics.median(latencies),
+        "p95_ms": 1000 * latencies[int(0.95 * (len(latencies) - 1))],
+    }
+
+
+def main() -> None:
+    _django.setup()
+    ttft = ttft_runs()
+    ws = websocket_throughput()
+    base = statistics.median(ttft["nur Responder"])
+    rows = [
+        f"| {name} | {statistics.median(v)} | {max(v)} | {statistics.median(v) / base:.2f} |"
+        for name, v in ttft.items()
+    ]
+    full = statistics.median(ttft["volle Kette (Vektor + Verfasser + Responder)"])
+    without = statistics.median(ttft["ohne Verfasser (Vektor + Responder)"])
+    markdown = "\n".join(
+        [
+            "### Conversation: time to first token and WebSocket throughput",
+            "",
+            f"Machine: {_django.machine()}",
+            "",
+            f"TTFT over {TTFT_TURNS} turns each, fake OpenAI-compatible server with a fixed "
+            f"latency of {int(LATENCY_S * 1000)} ms per call (embedding, memory and file search "
+            "included in every chain):",
+            "",
+            "| chain | TTFT median (ms) | TTFT max (ms) | ratio to responder-only |",
+            "|---|---|---|---|",
+            *rows,
+            "",
+            f"Composer stage alone: +{full - without} ms TTFT "
+            f"(ratio full / without composer = {full / without:.2f}).",
+            "",
+            f"WebSocket: {CLIENTS} concurrent clients × {TURNS_PER_CLIENT} turns against daphne "
+            "+ Redis channel layer on 127.0.0.1, offline backend:",
+            "",
+            "| turns | wall (s) | turns/s | p50 turn (ms) | p95 turn (ms) |",
+            "|---|---|---|---|---|",
+            f"| {ws['turns']:.0f} | {ws['wall_s']:.2f} | {ws['turns_per_s']:.1f} | "
+            f"{ws['p50_ms']:.0f} | {ws['p95_ms']:.0f} |",
+        ]
+    )
+    _django.write_result("conversation", markdown)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,66 @@
+# ruff: noqa: I001  (novaberg.asgi must set Django up before the app imports)
+"""The ASGI app that tests/test_browser.py runs under daphne: the real app, plus a tiny asking
+agent (a confirmation question to click through) and fixed records for one released root (so a
+citation can be opened without running the indexer)."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from novaberg.asgi import application  # noqa: F401  (sets Django up; daphne serves this)
+
+from conversation import agents, gate  # noqa: E402
+from conversation.agents import AgentContext, AgentResult  # noqa: E402
+from conversation.models import PendingQuestion  # noqa: E402
+from files import retrieval  # noqa: E402
+from novaberg import embeddings  # noqa: E402
+
+ROOT_ID = int(os.environ.get("NOVABERG_BROWSER_ROOT_ID", "0"))
+
+
+class NoteAgent:
+    name = "testnotiz"
+    dismissed_text = "An deinen Notizen ist nichts geändert."
+
+    def detect(self, text: str) -> bool:
+        return text.startswith("Merke dir:")
+
+    def handle(self, ctx: AgentContext) -> AgentResult:
+        note = ctx.text.removeprefix("Merke dir:").strip()
+        return gate.ask(
+            ctx,
+            agent=self.name,
+            question=f"Soll ich mir „{note}“ als Notiz merken? (ja/nein)",
+            payload={"note": note},
+        )
+
+    def execute(self, ctx: AgentContext, pending: PendingQuestion) -> AgentResult:
+        return AgentResult("abgeschlossen", f"Erledigt: „{pending.payload['note']}“ ist notiert.")
+
+
+def records_for_turn(
+    *, user: Any, character: Any, query_vector: list[float] | None, text: str
+) -> retrieval.RetrievalResult:
+    if "Architekt" not in text:
+        return retrieval.RetrievalResult(log={"hits": 0})
+    record = {
+        "path": "hausbau.md",
+        "lines": "2-3",
+        "citation": "hausbau.md:2-3",
+        "channel": "beide",
+        "strength": "stark",
+        "size": 120,
+        "eigentum": "nutzer",
+        "archived": False,
+        "summary": "Termin mit dem Architekten Brenner am Donnerstag um 14 Uhr.",
+        "excerpt": "Donnerstag 14 Uhr: Architekt Brenner",
+        "root_id": ROOT_ID,
+        "cosine": 0.6,
+    }
+    return retrieval.RetrievalResult(records=[record], log={"hits": 1})
+
+
+agents.register_agent(NoteAgent())
+retrieval.records_for_turn = records_for_turn  # type: ignore[assignment]
+embeddings.warm_up()

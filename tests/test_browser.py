@@ -1,0 +1,225 @@
+"""The real web chat in headless Chromium (Debian `chromium`, driven by playwright's Python API).
+
+Daphne runs in a subprocess against the test database (committed rows: ``transactional_db``)
+and the test's Redis db. The test logs in, sends a message and watches the reply stream, answers
+a confirmation question with the "Ja" button, opens a citation, and saves a screenshot under
+var/screenshots/.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from django.conf import settings
+
+from conversation.models import Character, PendingQuestion, Turn
+from files.models import FileRoot
+from tests.factories import UserFactory
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+SCREENSHOTS = BASE_DIR / "var" / "screenshots"
+
+if not Path(CHROMIUM).exists():
+    pytest.skip(f"{CHROMIUM} fehlt (make test installiert es als root)", allow_module_level=True)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.fixture
+def notes(tmp_path: Path) -> Path:
+    root = tmp_path / "unterlagen"
+    root.mkdir()
+    (root / "hausbau.md").write_text(
+        "# Hausbau\nDonnerstag 14 Uhr: Architekt Brenner\nTreffpunkt Baustelle Lindenweg\n"
+    )
+    return root
+
+
+@pytest.fixture
+def anna(notes: Path) -> tuple[Any, FileRoot]:
+    # transactional_db flushed the data migration's Nova row.
+    nova, _ = Character.objects.get_or_create(
+        name="Nova", defaults={"identity": "Eine neugierige, warme Begleiterin."}
+    )
+    user = UserFactory(username="anna")
+    root = FileRoot.objects.create(
+        user=user, character=nova, path=str(notes.resolve()), eigentum="nutzer", state="aktiv"
+    )
+    return user, root
+
+
+@pytest.fixture
+def live_server_url(anna: tuple[Any, FileRoot], notes: Path) -> Iterator[str]:
+    port = free_port()
+    env = dict(os.environ)
+    env.update(
+        {
+            "DJANGO_SETTINGS_MODULE": "novaberg.settings",
+            "NOVABERG_DATABASE_NAME": settings.DATABASES["default"]["NAME"],
+            "NOVABERG_REDIS_DB": settings.REDIS_URL.rsplit("/", 1)[1],
+            "NOVABERG_FILES_BOUNDARY": str(notes.parent.resolve()),
+            "NOVABERG_LLM_BASE_URL": "",
+            "NOVABERG_BROWSER_ROOT_ID": str(anna[1].pk),
+            "NOVABERG_LOG_LEVEL": "WARNING",
+        }
+    )
+    log_path = BASE_DIR / "var" / "test-daphne.log"
+    log = log_path.open("wb")
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "daphne",
+            "-b",
+            "127.0.0.1",
+            "-p",
+            str(port),
+            "conversation.tests.browser_asgi:application",
+        ],
+        cwd=BASE_DIR,
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"daphne exited; see {log_path}")
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
+            break
+        except OSError:
+            time.sleep(0.2)
+    else:
+        proc.kill()
+        raise RuntimeError("daphne did not listen within 60 s")
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+        log.close()
+
+
+def test_chat_in_a_real_browser(live_server_url: str, anna: tuple[Any, FileRoot]) -> None:
+    from playwright.sync_api import expect, sync_playwright
+
+    user, root = anna
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        try:
+            page = browser.new_page(viewport={"width": 1200, "height": 800})
+            page.set_default_timeout(30_000)
+            streamed: list[str] = []
+            page.on(
+                "websocket",
+                lambda ws: ws.on(
+                    "framereceived",
+                    lambda payload: streamed.append(str(payload)),
+                ),
+            )
+
+            # Log in.
+            page.goto(live_server_url + "/")
+            expect(page).to_have_url(live_server_url + "/login/?next=/")
+            page.fill("input[name=username]", "anna")
+            page.fill("input[name=password]", "geheim123")
+            page.click("button[type=submit]")
+            expect(page.locator(".chat")).to_have_class("chat online")
+            expect(page.locator("#backend-label")).to_have_text("Offline-Modus")
+            expect(page.locator("#roots")).to_contain_text(root.path)
+
+            # A message; the reply streams (token frames before the done frame), with records.
+            page.fill("#text", "Wann kommt der Architekt Brenner? <b>fett</b>")
+            page.click("#send")
+            reply = page.locator(".msg.assistant").last
+            expect(reply.locator(".citation")).to_have_text("hausbau.md:2-3")
+            expect(reply.locator(".text")).to_contain_text("nicht meine Erinnerung")
+            kinds = [
+                '"type": "token"' in f and "token" or '"type": "done"' in f and "done" or "other"
+                for f in streamed
+            ]
+            # Offline tokens come at once and are coalesced into few frames; the consumer tests
+            # assert frame-per-token streaming against the fake server's paced stream.
+            assert "token" in kinds and kinds.index("done") > kinds.index("token")
+            # The person's HTML stays text.
+            expect(page.locator(".msg.user").last).to_have_text(
+                "Wann kommt der Architekt Brenner? <b>fett</b>"
+            )
+            assert page.locator(".msg.user b").count() == 0
+
+            # The citation opens the lines from the released file.
+            reply.locator(".citation").click()
+            expect(page.locator("#viewer-text")).to_have_text(
+                "Donnerstag 14 Uhr: Architekt Brenner\nTreffpunkt Baustelle Lindenweg"
+            )
+            page.screenshot(path=str(SCREENSHOTS / "citation.png"))
+            page.locator("#viewer .close").click()
+
+            # A confirmation question arrives word for word; "Ja" answers it in words.
+            page.fill("#text", "Merke dir: Fliesen bestellen")
+            page.click("#send")
+            question = page.locator(".msg.assistant.question").last
+            expect(question.locator(".text")).to_have_text(
+                "Soll ich mir „Fliesen bestellen“ als Notiz merken? (ja/nein)"
+            )
+            question.locator("button.quick-ja").click()
+            expect(page.locator(".msg.user").last).to_have_text("Ja")
+            expect(page.locator(".msg.assistant").last.locator(".text")).to_have_text(
+                "Erledigt: „Fliesen bestellen“ ist notiert."
+            )
+
+            page.screenshot(path=str(SCREENSHOTS / "chat.png"), full_page=True)
+
+            # The turn inspector of the first turn: waterfall and prompts.
+            # (The ORM cannot run inside playwright's event loop: ids come from the page.)
+            first_turn = page.locator(".msg.assistant").first.get_attribute("data-turn")
+            session_id = page.locator(".chat").get_attribute("data-session")
+            page.goto(f"{live_server_url}/turns/{first_turn}/")
+            expect(page.locator(".wf-row")).to_have_count(10)
+            expect(page.locator("pre[data-node=composer]").first).to_contain_text(
+                "[AUFZEICHNUNGEN]"
+            )
+            page.screenshot(path=str(SCREENSHOTS / "inspector.png"), full_page=True)
+
+            # Phone width: the chat and the composer still fit.
+            phone = browser.new_page(viewport={"width": 390, "height": 800})
+            phone.context.add_cookies(page.context.cookies())
+            phone.goto(f"{live_server_url}/chat/{session_id}/")
+            box = phone.locator("#composer").bounding_box()
+            assert box is not None and box["x"] >= 0 and box["x"] + box["width"] <= 390
+            phone.screenshot(path=str(SCREENSHOTS / "chat-phone.png"))
+        finally:
+            browser.close()
+    assert PendingQuestion.objects.get(user=user).status == "ausgefuehrt"
+    first = Turn.objects.get(pk=int(first_turn or 0))
+    assert first.text.startswith("Wann kommt der Architekt") and first.ttft_ms is not None
