@@ -111,16 +111,26 @@ class CorrectingAgent(Protocol):
         ...
 
 
-_REGISTRY: dict[str, Agent] = {}
+_REGISTRY: dict[str, tuple[int, Agent]] = {}
 
 
-def register_agent(agent: Agent) -> None:
-    _REGISTRY[agent.name] = agent
+def register_agent(agent: Agent, *, priority: int = 100) -> None:
+    """Register ``agent``; the router asks agents by ascending ``priority``, so an agent with
+    narrower patterns (a files order names a folder) goes before a wider one that shares words
+    with it (the directives agent also reads "vergiss")."""
+    _REGISTRY[agent.name] = (priority, agent)
+
+
+def unregister_agent(name: str) -> None:
+    """For tests that plug in an agent of their own."""
+    _REGISTRY.pop(name, None)
 
 
 def get_agent(name: str) -> Agent | None:
-    return _REGISTRY.get(name)
+    entry = _REGISTRY.get(name)
+    return entry[1] if entry else None
 
 
 def all_agents() -> list[Agent]:
-    return list(_REGISTRY.values())
+    # sorted() is stable: equal priorities keep their registration order.
+    return [agent for _, agent in sorted(_REGISTRY.values(), key=lambda entry: entry[0])]

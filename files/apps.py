@@ -13,11 +13,7 @@ class FilesConfig(AppConfig):
         from novaberg.llm import register_offline
 
         register_offline(PURPOSE, offline_handler)
-        agents.register_agent(FilesAgent())
-        agents.register_agent(import_module("files.agent_read").files_read_agent)
-        # The router asks agents in registry order. A files order names a folder ("Vergiss
-        # den Ordner X"); the directives agent also reads "vergiss", so the narrower pattern
-        # is asked first. (The registry is a dict; move the other agents behind this one.)
-        registry = agents._REGISTRY
-        for name in [n for n in registry if n != "files"]:
-            registry[name] = registry.pop(name)
+        # A files order names a folder ("Vergiss den Ordner X"); the directives agent also
+        # reads "vergiss", so the narrower files patterns are asked first.
+        agents.register_agent(FilesAgent(), priority=10)
+        agents.register_agent(import_module("files.agent_read").files_read_agent, priority=150)

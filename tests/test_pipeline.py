@@ -475,7 +475,7 @@ def asking_agent() -> Iterator[AskingAgent]:
     agent = AskingAgent()
     agents.register_agent(agent)
     yield agent
-    agents._REGISTRY.pop(agent.name, None)
+    agents.unregister_agent(agent.name)
 
 
 def test_confirmation_question_reaches_the_person_word_for_word(
