@@ -2,7 +2,14 @@ from __future__ import annotations
 
 from django.contrib import admin
 
-from conversation.models import Character, PendingQuestion, PipelineLog, Session, Turn
+from conversation.models import (
+    Character,
+    MemoryEntry,
+    PendingQuestion,
+    PipelineLog,
+    Session,
+    Turn,
+)
 
 
 @admin.register(Character)
@@ -81,3 +88,27 @@ class PendingQuestionAdmin(admin.ModelAdmin):
     @admin.display(description="Frage")
     def short_question(self, obj: PendingQuestion) -> str:
         return obj.question[:80]
+
+
+@admin.register(MemoryEntry)
+class MemoryEntryAdmin(admin.ModelAdmin):
+    list_display = (
+        "id",
+        "user",
+        "character",
+        "kind",
+        "short_text",
+        "salience",
+        "created_at",
+        "expires_at",
+        "promoted_at",
+    )
+    list_filter = ("kind", "character", "created_at")
+    search_fields = ("text", "user__username")
+    # The vector is not for reading; everything else is.
+    exclude = ("embedding",)
+    readonly_fields = ("source_turn", "session", "provenance", "created_at", "promoted_at")
+
+    @admin.display(description="Text")
+    def short_text(self, obj: MemoryEntry) -> str:
+        return obj.text[:80]
