@@ -12,7 +12,7 @@ class UserFactory(factory.django.DjangoModelFactory):
         django_get_or_create = ("username",)
 
     username = factory.Sequence(lambda n: f"person{n}")
-    password = factory.PostGenerationMethodCall("set_password", "geheim123")
+    password = factory.django.Password("geheim123")
 
 
 class SessionFactory(factory.django.DjangoModelFactory):
