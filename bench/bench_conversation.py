@@ -14,10 +14,8 @@ import asyncio
 import base64
 import json
 import os
-import socket
 import statistics
 import struct
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -91,12 +89,6 @@ def ttft_runs() -> dict[str, list[int]]:
 # --- 2. WebSocket turns/s ------------------------------------------------------------------------
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 async def _ws_connect(port: int, path: str, cookie: str) -> tuple[Any, Any]:
     reader, writer = await asyncio.open_connection("127.0.0.1", port)
     key = base64.b64encode(os.urandom(16)).decode()
@@ -159,45 +151,20 @@ async def _client(port: int, session_id: int, cookie: str, latencies: list[float
 
 
 def websocket_throughput() -> dict[str, float]:
-    from django.conf import settings
     from django.test import Client
 
     from conversation.services import session_create
     from tests.factories import UserFactory
+    from tests.processes import free_port, start_daphne, stop
 
-    port = _free_port()
-    env = {
-        **os.environ,
-        "NOVABERG_DATABASE_NAME": settings.DATABASES["default"]["NAME"],
-        "NOVABERG_LLM_BASE_URL": "",
-        "NOVABERG_LOG_LEVEL": "WARNING",
-    }
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "daphne",
-            "-b",
-            "127.0.0.1",
-            "-p",
-            str(port),
-            "novaberg.asgi:application",
-        ],
-        cwd=BASE_DIR,
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=(BASE_DIR / "var" / "bench-daphne.log").open("wb"),
+    port = free_port()
+    proc = start_daphne(
+        port,
+        log_path=BASE_DIR / "var" / "bench-daphne.log",
+        NOVABERG_LLM_BASE_URL="",
+        NOVABERG_LOG_LEVEL="WARNING",
     )
     try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
-                break
-            except OSError:
-                if time.monotonic() > deadline or proc.poll() is not None:
-                    raise RuntimeError("daphne did not start") from None
-                time.sleep(0.2)
         clients = []
         for i in range(CLIENTS):
             user = UserFactory(username=f"bench-ws-{os.getpid()}-{i}")
@@ -216,11 +183,7 @@ def websocket_throughput() -> dict[str, float]:
         done = sum(asyncio.run(all_clients()))
         wall = time.perf_counter() - t0
     finally:
-        proc.terminate()
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
+        stop(proc)
     latencies.sort()
     return {
         "turns": done,

@@ -4,19 +4,16 @@ from __future__ import annotations
 
 import importlib
 import os
-import subprocess
-import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from django.conf import settings as django_settings
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
 from conversation.models import Character, Session
+from tests import processes
 from tests.factories import SessionFactory, UserFactory
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -97,50 +94,15 @@ def celery_worker_proc(django_db_setup: None, django_db_blocker: Any) -> Iterato
     Tests that hand work to it must use ``transactional_db``: the worker cannot see rows inside
     a test's open transaction.
     """
-    env = dict(os.environ)
-    env["NOVABERG_DATABASE_NAME"] = django_settings.DATABASES["default"]["NAME"]
-    env["NOVABERG_REDIS_DB"] = django_settings.REDIS_URL.rsplit("/", 1)[1]
-    env["DJANGO_SETTINGS_MODULE"] = "novaberg.settings"
-    log = open(BASE_DIR / "var" / "test-worker.log", "wb")  # noqa: SIM115
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "celery",
-            "-A",
-            "novaberg",
-            "worker",
-            "-l",
-            "INFO",
-            "--concurrency",
-            "1",
-            "-n",
-            f"test-{os.getpid()}@%h",
-            "--without-gossip",
-            "--without-mingle",
-        ],
-        cwd=BASE_DIR,
-        env=env,
-        stdout=log,
-        stderr=subprocess.STDOUT,
-    )
     from novaberg.celery import app
 
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError("celery worker exited; see var/test-worker.log")
-        if app.control.ping(timeout=0.5):
-            break
-    else:
-        proc.kill()
-        raise RuntimeError("celery worker did not answer within 60 s")
+    proc = processes.start(
+        ["celery", "-A", "novaberg", "worker", "-l", "INFO", "--concurrency", "1",
+         "-n", f"test-{os.getpid()}@%h", "--without-gossip", "--without-mingle"],
+        log_path=BASE_DIR / "var" / "test-worker.log",
+        ready=lambda: bool(app.control.ping(timeout=0.5)),
+    )  # fmt: skip
     try:
         yield proc
     finally:
-        proc.terminate()
-        try:
-            proc.wait(15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-        log.close()
+        processes.stop(proc)

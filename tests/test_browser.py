@@ -8,21 +8,16 @@ var/screenshots/.
 
 from __future__ import annotations
 
-import os
-import socket
-import subprocess
-import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from django.conf import settings
 
 from conversation.models import Character, PendingQuestion, Turn
 from files.models import FileRoot
 from tests.factories import UserFactory
+from tests.processes import free_port, start_daphne, stop
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -44,12 +39,6 @@ if not Path(CHROMIUM).exists():
     pytest.skip(f"{CHROMIUM} fehlt (make test installiert es als root)", allow_module_level=True)
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 @pytest.fixture
 def notes(tmp_path: Path) -> Path:
     root = tmp_path / "unterlagen"
@@ -62,10 +51,7 @@ def notes(tmp_path: Path) -> Path:
 
 @pytest.fixture
 def anna(notes: Path) -> tuple[Any, FileRoot]:
-    # transactional_db flushed the data migration's Nova row.
-    nova, _ = Character.objects.get_or_create(
-        name="Nova", defaults={"identity": "Eine neugierige, warme Begleiterin."}
-    )
+    nova = Character.objects.get(name="Nova")  # tests/fixtures.py restores her after a flush
     user = UserFactory(username="anna")
     root = FileRoot.objects.create(
         user=user, character=nova, path=str(notes.resolve()), eigentum="nutzer", state="aktiv"
@@ -76,57 +62,19 @@ def anna(notes: Path) -> tuple[Any, FileRoot]:
 @pytest.fixture
 def live_server_url(anna: tuple[Any, FileRoot], notes: Path) -> Iterator[str]:
     port = free_port()
-    env = dict(os.environ)
-    env.update(
-        {
-            "DJANGO_SETTINGS_MODULE": "novaberg.settings",
-            "NOVABERG_DATABASE_NAME": settings.DATABASES["default"]["NAME"],
-            "NOVABERG_REDIS_DB": settings.REDIS_URL.rsplit("/", 1)[1],
-            "NOVABERG_FILES_BOUNDARY": str(notes.parent.resolve()),
-            "NOVABERG_LLM_BASE_URL": "",
-            "NOVABERG_BROWSER_ROOT_ID": str(anna[1].pk),
-            "NOVABERG_LOG_LEVEL": "WARNING",
-        }
+    proc = start_daphne(
+        port,
+        log_path=BASE_DIR / "var" / "test-daphne.log",
+        application="conversation.tests.browser_asgi:application",
+        NOVABERG_FILES_BOUNDARY=str(notes.parent.resolve()),
+        NOVABERG_LLM_BASE_URL="",
+        NOVABERG_BROWSER_ROOT_ID=str(anna[1].pk),
+        NOVABERG_LOG_LEVEL="WARNING",
     )
-    log_path = BASE_DIR / "var" / "test-daphne.log"
-    log = log_path.open("wb")
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "daphne",
-            "-b",
-            "127.0.0.1",
-            "-p",
-            str(port),
-            "conversation.tests.browser_asgi:application",
-        ],
-        cwd=BASE_DIR,
-        env=env,
-        stdout=log,
-        stderr=subprocess.STDOUT,
-    )
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(f"daphne exited; see {log_path}")
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
-            break
-        except OSError:
-            time.sleep(0.2)
-    else:
-        proc.kill()
-        raise RuntimeError("daphne did not listen within 60 s")
     try:
         yield f"http://127.0.0.1:{port}"
     finally:
-        proc.terminate()
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-        log.close()
+        stop(proc)
 
 
 def test_chat_in_a_real_browser(live_server_url: str, anna: tuple[Any, FileRoot]) -> None:

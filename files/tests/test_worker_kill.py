@@ -5,20 +5,20 @@ from __future__ import annotations
 
 import os
 import signal
+import socket
 import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Any
 
 import pytest
-from django.conf import settings as django_settings
 
 from conversation.models import Character
 from files.models import IndexEntry
 from files.tasks import index_root
 from files.tests.watcher_helpers import index_snapshot, make_root, write
 from files.watcher import index_root_run
+from tests import processes
 
 BASE_DIR = Path(__file__).resolve().parents[2]
 FILES = 24
@@ -32,20 +32,17 @@ def _corpus(base: Path) -> None:
 
 
 def _start_worker(log: Path) -> subprocess.Popen[bytes]:
-    env = dict(os.environ)
-    env["NOVABERG_DATABASE_NAME"] = django_settings.DATABASES["default"]["NAME"]
-    env["NOVABERG_REDIS_DB"] = django_settings.REDIS_URL.rsplit("/", 1)[1]
-    env["DJANGO_SETTINGS_MODULE"] = "novaberg.settings"
-    # Slow the run down so the kill lands in the middle of it (tests only).
-    env["NOVABERG_FILES_TEST_DELAY_PER_FILE_S"] = "0.25"
+    from novaberg.celery import app
+
+    name = f"kill-{os.getpid()}@{socket.gethostname()}"
     # Solo pool: the task runs in the worker process itself, so SIGKILL hits the run.
-    return subprocess.Popen(
-        [sys.executable, "-m", "celery", "-A", "novaberg", "worker", "-P", "solo", "-l", "INFO",
-         "-n", f"kill-{os.getpid()}@%h", "--without-gossip", "--without-mingle", "-Q", QUEUE],
-        cwd=BASE_DIR,
-        env=env,
-        stdout=log.open("wb"),
-        stderr=subprocess.STDOUT,
+    return processes.start(
+        ["celery", "-A", "novaberg", "worker", "-P", "solo", "-l", "INFO", "-n", name,
+         "--without-gossip", "--without-mingle", "-Q", QUEUE],
+        log_path=log,
+        ready=lambda: bool(app.control.ping(destination=[name], timeout=0.5)),
+        # Slow the run down so the kill lands in the middle of it (tests only).
+        env=processes.process_env(NOVABERG_FILES_TEST_DELAY_PER_FILE_S="0.25"),
     )  # fmt: skip
 
 
