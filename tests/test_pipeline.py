@@ -526,3 +526,25 @@ def test_log_lines_are_json_and_carry_the_turn_id(
     for record in lines:
         payload = json.loads(JsonFormatter().format(record))
         assert payload["turn_id"] == result.turn_id
+
+
+def test_offline_answer_quotes_the_cited_lines_with_their_citation(
+    session: Session, user: Any, records: list[dict[str, Any]]
+) -> None:
+    result = run_turn(
+        user=user, character=session.character, session=session, text="Wann kommt Brenner?"
+    )
+    # The words at the citation, not the file's summary: the person can check them there.
+    assert "notizen/hausbau.md:3-7: „Donnerstag 14 Uhr: Architekt Brenner" in result.reply
+    assert "Termin mit dem Architekten" not in result.reply
+    assert "Aufzeichnungen" in result.reply and "nicht meine Erinnerung" in result.reply
+
+
+def test_offline_answer_marks_an_archived_record(
+    session: Session, user: Any, records: list[dict[str, Any]]
+) -> None:
+    records[0]["archived"] = True
+    result = run_turn(
+        user=user, character=session.character, session=session, text="Wann kommt Brenner?"
+    )
+    assert "(archiviert – abgelöst, nicht geltend)" in result.reply

@@ -81,6 +81,16 @@ def to_sie(text: str) -> str:
     return "".join(out)
 
 
+def _record_line(record: dict[str, Any]) -> str:
+    """One record in the offline answer: the cited lines themselves (the excerpt of the best
+    block), so the answer says what stands at the citation; the file's summary only where no
+    excerpt could be read."""
+    excerpt = str(record.get("excerpt") or "").strip()
+    said = f"„{excerpt[:300]}“" if excerpt else str(record.get("summary") or "").strip()[:300]
+    archived = " (archiviert – abgelöst, nicht geltend)" if record.get("archived") else ""
+    return f"- {record.get('citation')}: {said}{archived}"
+
+
 def composer(messages: list[dict[str, str]], hints: dict[str, Any]) -> str:
     """Extractive content from what the composer sees: the task, records, memory."""
     task = str(hints.get("task") or "").strip()
@@ -89,11 +99,7 @@ def composer(messages: list[dict[str, str]], hints: dict[str, Any]) -> str:
     parts: list[str] = []
     records = list(hints.get("records") or [])
     if records:
-        lines = [
-            f"- {r.get('citation')}: {(r.get('summary') or r.get('excerpt') or '').strip()[:300]}"
-            + (" (archiviert)" if r.get("archived") else "")
-            for r in records
-        ]
+        lines = [_record_line(r) for r in records]
         parts.append(
             "In deinen Aufzeichnungen steht dazu – das sind Aufzeichnungen, nicht meine "
             "Erinnerung, und sie können veraltet sein:\n" + "\n".join(lines)
