@@ -73,11 +73,17 @@ def _postmaster_info():  # type: ignore[no-untyped-def]
     return None
 
 
+def database_name() -> str:
+    """The project database; NOVABERG_DATABASE_NAME names another one on the same server (the
+    tests' worker, the benchmarks, the launcher test use their own)."""
+    return os.environ.get("NOVABERG_DATABASE_NAME", "").strip() or DATABASE_NAME
+
+
 def postgres_state() -> ServiceState | None:
     info = _postmaster_info()
     if info is None:
         return None
-    return ServiceState("postgres", True, info.get_uri(database=DATABASE_NAME), False, info.pid)
+    return ServiceState("postgres", True, info.get_uri(database=database_name()), False, info.pid)
 
 
 def ensure_postgres() -> ServiceState:
@@ -116,13 +122,12 @@ def ensure_postgres() -> ServiceState:
 def _ensure_database(url: str) -> None:
     import psycopg
 
-    admin_url = url.replace(f"/{DATABASE_NAME}?", "/postgres?", 1)
+    name = database_name()
+    admin_url = url.replace(f"/{name}?", "/postgres?", 1)
     with psycopg.connect(admin_url, autocommit=True) as conn:
-        exists = conn.execute(
-            "SELECT 1 FROM pg_database WHERE datname = %s", [DATABASE_NAME]
-        ).fetchone()
+        exists = conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", [name]).fetchone()
         if not exists:
-            conn.execute(f'CREATE DATABASE "{DATABASE_NAME}"')
+            conn.execute(f'CREATE DATABASE "{name}"')
 
 
 def stop_postgres(timeout_s: float = 15.0) -> bool:

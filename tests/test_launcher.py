@@ -26,8 +26,17 @@ def _free_port() -> int:
 
 def _env(port: int) -> dict[str, str]:
     env = dict(os.environ)
-    env.update({"NOVABERG_PORT": str(port), "NOVABERG_REDIS_DB": "2", "PYTHONUNBUFFERED": "1"})
-    env.pop("NOVABERG_DATABASE_NAME", None)
+    # A database, Redis database and demo password of its own: the launcher migrates and sets the
+    # demo login, which must not touch the app's own database (`make run`'s demo user).
+    env.update(
+        {
+            "NOVABERG_PORT": str(port),
+            "NOVABERG_REDIS_DB": "2",
+            "NOVABERG_DATABASE_NAME": "novaberg_launcher_test",
+            "NOVABERG_DEMO_PASSWORD": "launcher-test-pw",
+            "PYTHONUNBUFFERED": "1",
+        }
+    )
     return env
 
 
