@@ -162,6 +162,9 @@ def _wait(procs: list[subprocess.Popen[bytes]]) -> None:
         raise KeyboardInterrupt
 
     signal.signal(signal.SIGTERM, _sigterm)
+    # Also when started with SIGINT ignored (nohup, a shell's background job): Ctrl-C and
+    # `kill -INT` must still stop everything cleanly.
+    signal.signal(signal.SIGINT, _sigterm)
     while True:
         for proc in procs:
             if proc.poll() is not None:
