@@ -1,4 +1,6 @@
 # Novaberg: `make run` and `make test` do all set-up on a fresh machine.
+SHELL := /bin/bash
+.SHELLFLAGS := -o pipefail -c
 PYTHON ?= $(shell command -v python3.11 || command -v python3.12 || command -v python3)
 VENV := .venv
 VPY := $(VENV)/bin/python
@@ -10,7 +12,10 @@ install: $(STAMP)
 
 $(STAMP): requirements.txt
 	@test -x $(VPY) || $(PYTHON) -m venv $(VENV)
-	$(VPY) -m pip install --quiet --disable-pip-version-check -r requirements.txt
+	@# This machine's pip config names local index folders that may be missing; pip warns once
+	@# per package about them. The filter drops only that line; pip's exit status still counts.
+	$(VPY) -m pip install --quiet --disable-pip-version-check -r requirements.txt 2>&1 \
+	  | { grep -v 'is ignored: it is neither a file nor a directory' || true; }
 	@touch $(STAMP)
 
 run: $(STAMP)
