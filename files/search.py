@@ -18,6 +18,7 @@ The per-turn path (``files.retrieval``) and the request path (agent, ``/api/sear
 
 from __future__ import annotations
 
+import logging
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -26,6 +27,8 @@ from django.conf import settings
 from django.db import connection, transaction
 
 from files.models import FileRoot, IndexEntry, RetrievalCalibration
+
+logger = logging.getLogger(__name__)
 
 CHANNEL_DENSE = "dicht"
 CHANNEL_LEXICAL = "lexikalisch"
@@ -101,6 +104,14 @@ def active_floor() -> Floor:
             margin=float(margin if margin is not None else settings.FILES_DENSE_MARGIN_FALLBACK),
             source=f"kalibriert: {label}",
         )
+    # A floor from another embedding space is the seed's factor-26 mistake (004 v0.7/v0.8):
+    # say so on every turn until the active model is calibrated.
+    logger.warning(
+        "dense floor: no calibration for %s, using the fallback %.2f; "
+        "run `python manage.py calibrate_floor`",
+        label,
+        settings.FILES_DENSE_FLOOR_FALLBACK,
+    )
     return Floor(
         value=float(settings.FILES_DENSE_FLOOR_FALLBACK),
         margin=float(settings.FILES_DENSE_MARGIN_FALLBACK),

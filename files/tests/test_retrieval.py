@@ -74,17 +74,30 @@ def test_the_floor_comes_from_the_stored_calibration(
     root: FileRoot, user: Any, nova: Character
 ) -> None:
     text = "Wie backe ich ein Sauerteigbrot?"
-    assert ask(user, nova, text).log["floor_source"] == "rueckfall"
-    RetrievalCalibration.objects.create(
+    shipped = ask(user, nova, text).log
+    # The migration ships the measured floor of the packaged model, with its note.
+    assert shipped["floor_source"] == f"kalibriert: {embedding_model_label()}"
+    assert shipped["floor"] == 0.4
+    RetrievalCalibration.objects.update_or_create(
         embedding_model=embedding_model_label(),
-        dense_floor=0.99,
-        note="test: a floor nothing reaches",
-        distributions={"relative_margin": 0.0},
+        defaults={
+            "dense_floor": 0.99,
+            "note": "test: a floor nothing reaches",
+            "distributions": {"relative_margin": 0.0},
+        },
     )
     result = ask(user, nova, text)
-    assert result.log["floor_source"].startswith("kalibriert")
+    assert result.log["floor"] == 0.99
     # Dense delivers nothing above 0.99; only the lexical channel may still find the file.
     assert all(r["channel"] == "lexikalisch" for r in result.records)
+
+
+@pytest.mark.django_db
+def test_without_a_calibration_the_fallback_is_named(
+    root: FileRoot, user: Any, nova: Character
+) -> None:
+    RetrievalCalibration.objects.all().delete()
+    assert ask(user, nova, "Wie backe ich ein Sauerteigbrot?").log["floor_source"] == "rueckfall"
 
 
 @pytest.mark.django_db
