@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import psutil
 import pytest
 
 from conversation.models import Character
@@ -80,6 +81,60 @@ def test_sigkill_mid_run_then_rerun_equals_a_clean_run(
     assert report.outcome == "fertig"
     assert report.counts["new"] + report.counts["unchanged"] == FILES
     assert report.counts["new"] == FILES - partial
+    index_root_run(root_id=clean.pk)
+    assert IndexEntry.objects.filter(root=root).count() == FILES  # nothing lost, no duplicate
+    assert index_snapshot(root) == index_snapshot(clean)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_killed_pool_process_gives_the_message_back_and_the_worker_finishes(
+    tmp_path: Path, user: Any, nova: Character
+) -> None:
+    """acks_late + reject_on_worker_lost for real: the prefork child running the task dies by
+    SIGKILL, the worker puts the message back, a new child runs it again to the end, and the
+    index equals one clean run's."""
+    from novaberg.celery import app
+
+    killed_dir, clean_dir = tmp_path / "a", tmp_path / "b"
+    _corpus(killed_dir)
+    _corpus(clean_dir)
+    root = make_root(user, nova, killed_dir)
+    clean = make_root(user, nova, clean_dir)
+    queue = f"{QUEUE}-pool"
+    name = f"pool-{os.getpid()}@{socket.gethostname()}"
+    worker = processes.start(
+        ["celery", "-A", "novaberg", "worker", "-P", "prefork", "--concurrency", "1", "-l",
+         "INFO", "-n", name, "--without-gossip", "--without-mingle", "-Q", queue],
+        log_path=tmp_path / "pool-worker.log",
+        ready=lambda: bool(app.control.ping(destination=[name], timeout=0.5)),
+        env=processes.process_env(NOVABERG_FILES_TEST_DELAY_PER_FILE_S="0.25"),
+    )  # fmt: skip
+    try:
+        index_root.apply_async(args=[root.pk], queue=queue)
+        deadline = time.monotonic() + 120
+        while IndexEntry.objects.filter(root=root).count() < 3:
+            assert time.monotonic() < deadline, "the worker never started indexing"
+            time.sleep(0.1)
+        children = psutil.Process(worker.pid).children()
+        assert len(children) == 1, children
+        children[0].send_signal(signal.SIGKILL)
+        killed_at = IndexEntry.objects.filter(root=root).count()
+        assert killed_at < FILES, "the kill must land in the middle of the run"
+        # The worker itself survives, requeues the message and runs it again to the end.
+        deadline = time.monotonic() + 120
+        while True:
+            root.refresh_from_db()
+            done = (root.progress or {}).get("done")
+            if not (root.progress or {}).get("running") and done == FILES:
+                break
+            assert worker.poll() is None, (tmp_path / "pool-worker.log").read_text()[-2000:]
+            assert time.monotonic() < deadline, f"no rerun finished: {root.progress}"
+            time.sleep(0.2)
+        log = (tmp_path / "pool-worker.log").read_text()
+        assert "WorkerLostError" in log or "exited prematurely" in log
+    finally:
+        processes.stop(worker)
+    assert root.last_counts["new"] + root.last_counts["unchanged"] == FILES
     index_root_run(root_id=clean.pk)
     assert IndexEntry.objects.filter(root=root).count() == FILES  # nothing lost, no duplicate
     assert index_snapshot(root) == index_snapshot(clean)
