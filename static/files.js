@@ -110,7 +110,14 @@
     errorBox.textContent = "";
     const form = new FormData(ev.target);
     try {
-      const res = await call("POST", api, { path: form.get("path"), eigentum: form.get("eigentum") });
+      // Optional globs, one per line or comma-separated ("*.md", "archive/**").
+      const globs = (name) => String(form.get(name) || "").split(/[\n,]/).map((g) => g.trim()).filter(Boolean);
+      const res = await call("POST", api, {
+        path: form.get("path"),
+        eigentum: form.get("eigentum"),
+        include_globs: globs("include_globs"),
+        exclude_globs: globs("exclude_globs"),
+      });
       pending = res.id;
       document.getElementById("gate-text").textContent =
         `Ordner ${res.resolved_path}: ${res.file_count} Dateien würde Nova lesen (${size(res.total_bytes)}); ` +
