@@ -23,6 +23,11 @@ _RESTORE_RE = re.compile(
 _UPDATE_RE = re.compile(r"\b(änder\w*|aender\w*|ersetz\w*)\b", re.IGNORECASE)
 _COMPLIMENT_RE = re.compile(r"^\s*du\s+(bist|warst|machst|hast)\b.*\b(immer|nie)\b", re.IGNORECASE)
 _REFERS_BACK_RE = re.compile(r"\b(das|dies|so was|sowas|so etwas|damit|davon)\b", re.IGNORECASE)
+# "Nenn mich ab jetzt Boss": how the person wants to be called. Without a negation it is a
+# naming rule, and a new one replaces the old (seed 000 §4.2 [FACHSPRACHE]: update of the
+# form of address); "Nenn mich nie Schatz" is a ban and stays a create.
+_NAMING_RE = re.compile(r"\b(nenn|nenne|nennt)\s+mich\b", re.IGNORECASE)
+_NEGATION_RE = re.compile(r"\b(nie|niemals|nicht|kein\w*|nimmer)\b", re.IGNORECASE)
 _LEAD_RE = re.compile(r"^\s*(nova\s*,\s*|bitte\s*,?\s*|hey\s*,?\s*)+", re.IGNORECASE)
 
 
@@ -30,6 +35,18 @@ def _distil(text: str) -> str:
     rule = _LEAD_RE.sub("", text.strip())
     rule = re.sub(r"[\s!.]+$", "", rule)
     return rule[:1].upper() + rule[1:]
+
+
+def _naming_rule(text: str) -> bool:
+    return bool(_NAMING_RE.search(text)) and not _NEGATION_RE.search(text)
+
+
+def _naming_target(hints: dict[str, Any]) -> int | None:
+    """The ordinal of the active naming rule the model would see as ``[n]``, if there is one."""
+    for row in hints.get("directives") or []:
+        if row.get("active") and _naming_rule(str(row.get("text") or "")):
+            return int(row["n"])
+    return None
 
 
 def classify_offline(messages: list[dict[str, str]], hints: dict[str, Any]) -> str:
@@ -47,6 +64,8 @@ def classify_offline(messages: list[dict[str, str]], hints: dict[str, Any]) -> s
         answer.update(action="delete", suche=quoted[0] if quoted else text)
     elif _UPDATE_RE.search(text) and len(quoted) >= 2:
         answer.update(action="update", suche=quoted[0], anweisung=quoted[1])
+    elif _naming_rule(text) and (target := _naming_target(hints)) is not None:
+        answer.update(action="update", target_id=target, anweisung=_distil(text))
     elif _COMPLIMENT_RE.search(text) or (text.rstrip().endswith("?") and not detect.detect(text)):
         answer.update(action="rejected", grund="kein Auftrag, sondern eine Bemerkung oder Frage")
     else:

@@ -374,3 +374,34 @@ def test_offline_duplicate_and_reactivate(api: APIClient, session: Session, user
         "Die Direktive 'Sieze mich immer' existiert bereits. "
         "Soll ich sie durch 'Sieze mich bitte immer' ersetzen?"
     )
+
+
+def test_offline_a_new_form_of_address_replaces_the_old_one(
+    api: APIClient, session: Session, user: Any
+) -> None:
+    # seed 000 §4.2: "Nenn mich ab jetzt Boss" updates the form of address, it does not add one.
+    assert say(api, session, "Nenn mich ab jetzt Chef.")["status"] == "rueckfrage"
+    assert say(api, session, "ja")["status"] == "abgeschlossen"
+    old = Directive.objects.get(user=user, active=True)
+
+    asked = say(api, session, "Nenn mich ab jetzt Boss!")
+    assert asked["status"] == "rueckfrage"
+    assert "'Nenn mich ab jetzt Chef'" in asked["question"]
+    assert "'Nenn mich ab jetzt Boss'" in asked["question"]
+    assert say(api, session, "ja")["status"] == "abgeschlossen"
+
+    new = Directive.objects.get(user=user, active=True)
+    assert new.text == "Nenn mich ab jetzt Boss"
+    assert new.replaces_id == old.pk
+    old.refresh_from_db()
+    assert old.active is False and old.text == "Nenn mich ab jetzt Chef"
+
+
+def test_offline_a_naming_ban_is_a_new_rule_not_an_update(
+    api: APIClient, session: Session, user: Any
+) -> None:
+    services.directive_create(user=user, text="Nenn mich ab jetzt Boss")
+    asked = say(api, session, "Nenn mich nie Schatz!")
+    assert asked["question"] == (
+        "Ich soll die Direktive 'Nenn mich nie Schatz' anlegen. Soll ich das so machen?"
+    )
