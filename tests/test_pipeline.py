@@ -9,8 +9,7 @@ from typing import Any
 
 import pytest
 
-from conversation import agents, gate
-from conversation.agents import AgentContext, AgentResult
+from conversation import agents
 from conversation.models import MemoryEntry, PendingQuestion, PipelineLog, Session, Turn
 from conversation.pipeline import run_turn
 from directives.tribunal import TribunalResult
@@ -18,6 +17,7 @@ from files.retrieval import RetrievalResult
 from novaberg import embeddings
 from tests.factories import SessionFactory
 from tests.fakes.openai_server import FakeOpenAI
+from tests.note_agent import NoteAgent
 
 pytestmark = pytest.mark.django_db
 
@@ -448,38 +448,16 @@ def test_offline_responder_applies_the_sie_form_the_directives_demand(
     assert "Bello" in result.reply
 
 
-class AskingAgent:
-    """A tiny agent that asks before it 'writes' (the gate executes what the person saw)."""
-
-    name = "testfrage"
-    dismissed_text = "An deinen Testdaten ist nichts geändert."
-
-    def detect(self, text: str) -> bool:
-        return text.startswith("Merke dir:")
-
-    def handle(self, ctx: AgentContext) -> AgentResult:
-        note = ctx.text.removeprefix("Merke dir:").strip()
-        return gate.ask(
-            ctx,
-            agent=self.name,
-            question=f"Soll ich mir „{note}“ als Testnotiz merken? (ja/nein)",
-            payload={"note": note},
-        )
-
-    def execute(self, ctx: AgentContext, pending: PendingQuestion) -> AgentResult:
-        return AgentResult("abgeschlossen", f"Erledigt: „{pending.payload['note']}“ ist notiert.")
-
-
 @pytest.fixture
-def asking_agent() -> Iterator[AskingAgent]:
-    agent = AskingAgent()
+def asking_agent() -> Iterator[NoteAgent]:
+    agent = NoteAgent()
     agents.register_agent(agent)
     yield agent
     agents.unregister_agent(agent.name)
 
 
 def test_confirmation_question_reaches_the_person_word_for_word(
-    fake_llm: FakeOpenAI, session: Session, user: Any, asking_agent: AskingAgent
+    fake_llm: FakeOpenAI, session: Session, user: Any, asking_agent: NoteAgent
 ) -> None:
     result = run_turn(
         user=user, character=session.character, session=session, text="Merke dir: Blau"

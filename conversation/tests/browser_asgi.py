@@ -10,33 +10,12 @@ from typing import Any
 
 from novaberg.asgi import application  # noqa: F401  (sets Django up; daphne serves this)
 
-from conversation import agents, gate  # noqa: E402
-from conversation.agents import AgentContext, AgentResult  # noqa: E402
-from conversation.models import PendingQuestion  # noqa: E402
+from conversation import agents  # noqa: E402
 from files import retrieval  # noqa: E402
 from novaberg import embeddings  # noqa: E402
+from tests.note_agent import NoteAgent  # noqa: E402
 
 ROOT_ID = int(os.environ.get("NOVABERG_BROWSER_ROOT_ID", "0"))
-
-
-class NoteAgent:
-    name = "testnotiz"
-    dismissed_text = "An deinen Notizen ist nichts geändert."
-
-    def detect(self, text: str) -> bool:
-        return text.startswith("Merke dir:")
-
-    def handle(self, ctx: AgentContext) -> AgentResult:
-        note = ctx.text.removeprefix("Merke dir:").strip()
-        return gate.ask(
-            ctx,
-            agent=self.name,
-            question=f"Soll ich mir „{note}“ als Notiz merken? (ja/nein)",
-            payload={"note": note},
-        )
-
-    def execute(self, ctx: AgentContext, pending: PendingQuestion) -> AgentResult:
-        return AgentResult("abgeschlossen", f"Erledigt: „{pending.payload['note']}“ ist notiert.")
 
 
 def records_for_turn(
