@@ -25,7 +25,7 @@ test: $(STAMP)
 	$(VPY) -m novaberg.launcher test
 
 bench: $(STAMP)
-	$(VPY) -m bench.run
+	$(VPY) -m novaberg.launcher bench
 
 lint: $(STAMP)
 	$(VPY) -m ruff check . && $(VPY) -m ruff format --check .

@@ -16,6 +16,12 @@ from django.conf import settings
 BASE_DIR = Path(__file__).resolve().parent.parent
 
 
+def log_dir() -> Path:
+    """Logs of the processes a run starts: in the run's own data folder (two runs never write
+    into each other's logs; a failed `make test` keeps them until the next run)."""
+    return Path(settings.DATA_DIR) / "logs"
+
+
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
