@@ -9,7 +9,6 @@ from __future__ import annotations
 import importlib
 import os
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -19,8 +18,6 @@ from rest_framework.test import APIClient
 from conversation.models import Character, Session
 from tests import processes
 from tests.factories import SessionFactory, UserFactory
-
-BASE_DIR = Path(__file__).resolve().parent.parent
 
 
 def pytest_configure(config: pytest.Config) -> None:
