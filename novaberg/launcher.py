@@ -379,9 +379,16 @@ def clean_stale_test_runs(data: Path) -> list[Path]:
 
 def new_test_run_dir(data: Path) -> Path:
     clean_stale_test_runs(data)
-    run_dir = data / "test" / f"run-{os.getpid()}"
-    run_dir.mkdir(parents=True)
-    (run_dir / "owner").write_text(f"{os.getpid()} {_process_started(os.getpid())}")
+    runs = data / "test"
+    runs.mkdir(parents=True, exist_ok=True)
+    run_dir = runs / f"run-{os.getpid()}"
+    # Named run-* only once its owner file is in: a second run cleaning up at this moment never
+    # takes a folder without an owner for a stale one.
+    draft = runs / f".draft-{os.getpid()}"
+    shutil.rmtree(draft, ignore_errors=True)
+    draft.mkdir()
+    (draft / "owner").write_text(f"{os.getpid()} {_process_started(os.getpid())}")
+    draft.rename(run_dir)
     return run_dir
 
 
