@@ -94,11 +94,14 @@ def _wait_gone(pid: int, timeout_s: float) -> bool:
     return not _pid_alive(pid)
 
 
-def _process_name(pid: int) -> str:
+def _is_redis(pid: int) -> bool:
+    """The PID is a redis-server (not a reused number). Where /proc is missing, trust the PID."""
     try:
-        return Path(f"/proc/{pid}/comm").read_text().strip()
+        return "redis" in Path(f"/proc/{pid}/comm").read_text()
+    except FileNotFoundError:
+        return not Path("/proc/self").exists()
     except OSError:
-        return ""
+        return False
 
 
 # --- PostgreSQL ---------------------------------------------------------------------------------
@@ -246,7 +249,7 @@ def redis_state(data: Path | None = None, *, ping: bool = False) -> ServiceState
         port = int((rdir / "port").read_text().strip())
     except (OSError, ValueError):
         return None
-    if not _pid_alive(pid) or "redis" not in _process_name(pid):
+    if not _pid_alive(pid) or not _is_redis(pid):
         return None
     if ping and not _redis_ping(port):
         return None
