@@ -6,7 +6,7 @@ VENV := .venv
 VPY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: run test bench lint format stop install
+.PHONY: run test test-llm bench lint format stop install
 
 install: $(STAMP)
 
@@ -24,8 +24,14 @@ run: $(STAMP)
 test: $(STAMP)
 	$(VPY) -m novaberg.launcher test
 
+# The tests marked llm, against a real OpenAI-compatible server (DESIGN.md "Commands").
+test-llm: $(STAMP)
+	@test -n "$$NOVABERG_LLM_BASE_URL" || { echo "novaberg: FEHLER: make test-llm braucht" \
+	  "NOVABERG_LLM_BASE_URL, z. B. http://127.0.0.1:11434/v1" >&2; exit 2; }
+	$(VPY) -m novaberg.launcher test -m llm
+
 bench: $(STAMP)
-	$(VPY) -m bench.run
+	$(VPY) -m novaberg.launcher bench
 
 lint: $(STAMP)
 	$(VPY) -m ruff check . && $(VPY) -m ruff format --check .

@@ -1,3 +1,4 @@
-"""Root conftest: the fake LLM server plugin and the shared fixtures (tests/conftest.py)."""
+"""Root conftest: the fake LLM server plugin, the shared fixtures (tests/fixtures.py) and the
+browser test's Chromium fixture (tests/chromium.py)."""
 
-pytest_plugins = ["tests.fakes.pytest_plugin", "tests.fixtures"]
+pytest_plugins = ["tests.fakes.pytest_plugin", "tests.fixtures", "tests.chromium"]

@@ -25,6 +25,7 @@ from rest_framework.views import APIView
 from conversation import selectors, services
 from conversation.models import Session, Turn
 from conversation.pipeline import TurnResult, run_turn
+from conversation.pipeline.runner import check_input
 
 logger = logging.getLogger(__name__)
 
@@ -68,9 +69,28 @@ class SessionCreateApi(APIView):
         return Response(self.SessionListSerializer(rows, many=True).data)
 
 
+class MessageRefusedSerializer(serializers.Serializer):
+    detail = serializers.CharField(help_text="why, in German, for the person")
+    step = serializers.CharField(help_text="kein_text | leer | zu_lang")
+
+
+def _refused_message(data: object) -> tuple[str, str] | None:
+    """(step, German detail) for a message the API refuses before anything is stored: no text,
+    not a string, empty, or longer than NOVABERG_MAX_MESSAGE_CHARS (the pipeline's own rule).
+    Control characters still reach the pipeline, which names them in the reply."""
+    text = data.get("text") if hasattr(data, "get") else None
+    if not isinstance(text, str):
+        return "kein_text", "Die Nachricht braucht ein Feld „text“ mit Text."
+    _, step, reason = check_input(text)
+    if step in {"leer", "zu_lang"} and reason is not None:
+        return step, reason
+    return None
+
+
 class MessageCreateApi(APIView):
     class InputSerializer(serializers.Serializer):
-        # The length limit is the pipeline's (a named, German refusal), not a 400 here.
+        # Empty and over-long texts are refused before this (400 {detail}); control characters
+        # go on to the pipeline, which refuses them with a named step and a German sentence.
         text = RawTextField(allow_blank=True, trim_whitespace=False)
 
     @extend_schema(
@@ -92,13 +112,19 @@ class MessageCreateApi(APIView):
                     "question": serializers.CharField(allow_null=True),
                     "records": serializers.ListField(child=serializers.DictField()),
                 },
-            )
+            ),
+            400: MessageRefusedSerializer,
         },
     )
     def post(self, request: Request, session_id: int) -> Response | StreamingHttpResponse:
         """``?stream=1`` answers NDJSON: one ``{"type": "token", "text"}`` line per token, then
         one ``{"type": "done", ...}`` line with the same shape as the plain answer."""
         session = _session_or_404(request, session_id)
+        refused = _refused_message(request.data)
+        if refused is not None:
+            step, detail = refused
+            logger.info("message refused", extra={"outcome": "abgelehnt", "step": step})
+            return Response({"detail": detail, "step": step}, status=status.HTTP_400_BAD_REQUEST)
         data = self.InputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         text = data.validated_data["text"]

@@ -236,3 +236,12 @@ def memory_expire(*, user: AbstractBaseUser, character: Character) -> int:
         user=user, character=character, kind=MemoryEntry.Kind.SHORT, expires_at__lte=timezone.now()
     ).delete()
     return deleted
+
+
+def memory_expire_due() -> int:
+    """Delete every pair's expired short-term entries (the beat task's service); returns how
+    many. Long-term entries have no expiry and are never touched."""
+    deleted, _ = MemoryEntry.objects.filter(
+        kind=MemoryEntry.Kind.SHORT, expires_at__lte=timezone.now()
+    ).delete()
+    return deleted

@@ -6,7 +6,7 @@ from typing import Any
 
 from django.apps import apps
 from django.conf import settings
-from django.core.checks import Error, register
+from django.core.checks import Error, Warning, register
 from pgvector.django import VectorField
 
 
@@ -26,3 +26,19 @@ def embedding_dimension(app_configs: Any = None, **kwargs: Any) -> list[Error]:
                     )
                 )
     return errors
+
+
+@register()
+def secret_key_kept(app_configs: Any = None, **kwargs: Any) -> list[Warning]:
+    """Without DJANGO_SECRET_KEY and without the launcher's key file, each process signs with a
+    key of its own: logins do not survive a restart and differ between processes."""
+    if not getattr(settings, "SECRET_KEY_EPHEMERAL", False):
+        return []
+    return [
+        Warning(
+            "Kein fester Schlüssel: DJANGO_SECRET_KEY ist leer und "
+            f"{settings.DATA_DIR / 'secret_key'} fehlt; dieser Prozess nutzt einen flüchtigen.",
+            hint="`make run` legt die Datei an; in Produktion DJANGO_SECRET_KEY setzen.",
+            id="novaberg.W001",
+        )
+    ]

@@ -67,22 +67,27 @@ def _fail(message: str) -> None:
     raise SystemExit(2)
 
 
+# Settings only read: the data folder, the secret key and the services are created and started by
+# the launcher (novaberg/launcher.py), never by importing this module.
 DATA_DIR = embedded.data_dir()
 
 
-def _secret_key() -> str:
+def _secret_key() -> tuple[str, bool]:
+    """(key, ephemeral). DJANGO_SECRET_KEY, else the launcher's DATA_DIR/secret_key; without
+    either a random key for this process only (``manage.py check`` warns: novaberg.W001)."""
     given = env_str("DJANGO_SECRET_KEY")
     if given:
-        return given
-    path = DATA_DIR / "secret_key"
-    if not path.exists():
-        # Generated once and kept, so sessions survive restarts.
-        path.write_text(secrets.token_urlsafe(64))
-        path.chmod(0o600)
-    return path.read_text().strip()
+        return given, False
+    try:
+        stored = (DATA_DIR / "secret_key").read_text().strip()
+    except OSError:
+        stored = ""
+    if stored:
+        return stored, False
+    return secrets.token_urlsafe(64), True
 
 
-SECRET_KEY = _secret_key()
+SECRET_KEY, SECRET_KEY_EPHEMERAL = _secret_key()
 DEBUG = env_bool("DJANGO_DEBUG", False)
 ALLOWED_HOSTS = env_list("DJANGO_ALLOWED_HOSTS", "localhost,127.0.0.1,[::1],testserver")
 CSRF_TRUSTED_ORIGINS = env_list("DJANGO_CSRF_TRUSTED_ORIGINS")
@@ -155,15 +160,35 @@ TEMPLATES = [
 
 # --- services -----------------------------------------------------------------------------------
 
-try:
-    DATABASE_URL = embedded.database_url()
-    REDIS_URL = embedded.redis_url()
-except embedded.ServiceError as exc:
-    _fail(str(exc))
+# DATABASE_URL / REDIS_URL when set (the launcher hands them to its children too); else the
+# embedded servers of DATA_DIR, found by their PID files. When one is not running, the URL points
+# at where it would be (a connection then fails; manage.py turns that into one German line saying
+# how to start it) and EMBEDDED_NOT_RUNNING names it.
+EMBEDDED_NOT_RUNNING: list[str] = []
+DATABASE_URL = env_str("DATABASE_URL")
+if not DATABASE_URL:
+    _pg = embedded.postgres_state(DATA_DIR)
+    if _pg is not None:
+        DATABASE_URL = _pg.url
+    else:
+        EMBEDDED_NOT_RUNNING.append("postgres")
+        DATABASE_URL = (
+            f"postgresql://postgres:@/{embedded.database_name()}?host={embedded.pg_dir()}"
+        )
+REDIS_URL = env_str("REDIS_URL")
+if not REDIS_URL:
+    _redis = embedded.redis_state(DATA_DIR)
+    if _redis is not None:
+        REDIS_URL = _redis.url
+    else:
+        EMBEDDED_NOT_RUNNING.append("redis")
+        # Port 1: nothing listens there, so nothing of this app reaches another checkout's Redis
+        # on the default port by accident.
+        REDIS_URL = "redis://127.0.0.1:1/0"
 
 if env_str("NOVABERG_REDIS_DB"):
-    # `make test` uses its own Redis database so a running `make run` worker never takes a test's
-    # task (and the tests never see the app's queue).
+    # Another Redis database on the same server (benchmarks; tests against an explicit REDIS_URL)
+    # so a running app's worker never takes their tasks.
     REDIS_URL = REDIS_URL.rsplit("/", 1)[0] + "/" + str(env_int("NOVABERG_REDIS_DB", 0, minimum=0))
 
 DATABASES = {"default": dj_database_url.parse(DATABASE_URL, conn_max_age=0)}
@@ -302,6 +327,12 @@ CELERY_BEAT_SCHEDULE["files-index-roots"] = {
 
 # Short-term memory lives this long unless promoted; long-term memory does not expire.
 MEMORY_SHORT_TTL_DAYS = env_int("NOVABERG_MEMORY_SHORT_TTL_DAYS", 14, minimum=1)
+# Beat: how often expired short-term memories are deleted (searches filter them meanwhile).
+MEMORY_EXPIRE_EVERY_S = env_int("NOVABERG_MEMORY_EXPIRE_EVERY_S", 3600, minimum=10)
+CELERY_BEAT_SCHEDULE["conversation-memory-expire"] = {
+    "task": "conversation.tasks.memory_expire",
+    "schedule": float(MEMORY_EXPIRE_EVERY_S),
+}
 # Cosine floor for [GEDAECHTNIS] (MiniLM on German: unrelated texts still reach ~0.39).
 MEMORY_FLOOR = env_float("NOVABERG_MEMORY_FLOOR", 0.45)
 MEMORY_K = env_int("NOVABERG_MEMORY_K", 5, minimum=1)

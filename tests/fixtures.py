@@ -1,11 +1,14 @@
-"""Shared fixtures: people, sessions, API clients, and a real Celery worker on the test DB."""
+"""Shared fixtures: people, sessions, API clients, and a real Celery worker on the test DB.
+
+The suite runs only through the launcher (`make test`, `python -m novaberg.launcher test …`),
+which gives every run its own data folder, PostgreSQL and Redis on a free port.
+"""
 
 from __future__ import annotations
 
 import importlib
 import os
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -16,7 +19,14 @@ from conversation.models import Character, Session
 from tests import processes
 from tests.factories import SessionFactory, UserFactory
 
-BASE_DIR = Path(__file__).resolve().parent.parent
+
+def pytest_configure(config: pytest.Config) -> None:
+    if not os.environ.get("NOVABERG_TEST_RUN"):
+        pytest.exit(
+            "Die Tests laufen über `make test` oder `python -m novaberg.launcher test <pytest-"
+            "Argumente>`: so hat jeder Lauf seine eigene Datenbank und sein eigenes Redis.",
+            returncode=2,
+        )
 
 
 def _ensure_nova() -> None:
@@ -99,7 +109,7 @@ def celery_worker_proc(django_db_setup: None, django_db_blocker: Any) -> Iterato
     proc = processes.start(
         ["celery", "-A", "novaberg", "worker", "-l", "INFO", "--concurrency", "1",
          "-n", f"test-{os.getpid()}@%h", "--without-gossip", "--without-mingle"],
-        log_path=BASE_DIR / "var" / "test-worker.log",
+        log_path=processes.log_dir() / "test-worker.log",
         ready=lambda: bool(app.control.ping(timeout=0.5)),
     )  # fmt: skip
     try:

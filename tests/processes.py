@@ -8,12 +8,20 @@ import socket
 import subprocess
 import sys
 import time
+import urllib.error
+import urllib.request
 from collections.abc import Callable
 from pathlib import Path
 
 from django.conf import settings
 
 BASE_DIR = Path(__file__).resolve().parent.parent
+
+
+def log_dir() -> Path:
+    """Logs of the processes a run starts: in the run's own data folder (two runs never write
+    into each other's logs; a failed `make test` keeps them until the next run)."""
+    return Path(settings.DATA_DIR) / "logs"
 
 
 def free_port() -> int:
@@ -89,9 +97,16 @@ def listening(port: int) -> Callable[[], bool]:
 def start_daphne(
     port: int, *, log_path: Path, application: str = "novaberg.asgi:application", **env: str
 ) -> subprocess.Popen[bytes]:
-    return start(
+    """Daphne, listening, with the embedding model loaded: one /healthz call is its first use
+    (as `make run` does), so no measured or tested turn pays for the load."""
+    proc = start(
         ["daphne", "-b", "127.0.0.1", "-p", str(port), application],
         log_path=log_path,
         ready=listening(port),
         env=process_env(**env),
     )
+    try:
+        urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=120).close()
+    except urllib.error.HTTPError:
+        pass  # 503 names a service still starting; the model is loaded all the same
+    return proc

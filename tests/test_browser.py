@@ -3,7 +3,8 @@
 Daphne runs in a subprocess against the test database (committed rows: ``transactional_db``)
 and the test's Redis db. The test logs in, sends a message and watches the reply stream, answers
 a confirmation question with the "Ja" button, opens a citation, and saves a screenshot under
-var/screenshots/.
+var/screenshots/. Without Chromium the test is skipped, except under CI=true and `make test`,
+where it fails with the reason (tests/chromium.py).
 """
 
 from __future__ import annotations
@@ -16,27 +17,14 @@ import pytest
 
 from conversation.models import Character, PendingQuestion, Turn
 from files.models import FileRoot
+from tests.chromium import CHROMIUM_ARGS
 from tests.factories import UserFactory
-from tests.processes import free_port, start_daphne, stop
+from tests.processes import free_port, log_dir, start_daphne, stop
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 BASE_DIR = Path(__file__).resolve().parent.parent
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
 SCREENSHOTS = BASE_DIR / "var" / "screenshots"
-
-if not Path(CHROMIUM).exists():
-    pytest.skip(f"{CHROMIUM} fehlt (make test installiert es als root)", allow_module_level=True)
 
 
 @pytest.fixture
@@ -60,11 +48,11 @@ def anna(notes: Path) -> tuple[Any, FileRoot]:
 
 
 @pytest.fixture
-def live_server_url(anna: tuple[Any, FileRoot], notes: Path) -> Iterator[str]:
+def live_server_url(chromium: str, anna: tuple[Any, FileRoot], notes: Path) -> Iterator[str]:
     port = free_port()
     proc = start_daphne(
         port,
-        log_path=BASE_DIR / "var" / "test-daphne.log",
+        log_path=log_dir() / "test-daphne.log",
         application="conversation.tests.browser_asgi:application",
         NOVABERG_FILES_BOUNDARY=str(notes.parent.resolve()),
         NOVABERG_LLM_BASE_URL="",
@@ -77,13 +65,15 @@ def live_server_url(anna: tuple[Any, FileRoot], notes: Path) -> Iterator[str]:
         stop(proc)
 
 
-def test_chat_in_a_real_browser(live_server_url: str, anna: tuple[Any, FileRoot]) -> None:
+def test_chat_in_a_real_browser(
+    chromium: str, live_server_url: str, anna: tuple[Any, FileRoot]
+) -> None:
     from playwright.sync_api import expect, sync_playwright
 
     user, root = anna
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     with sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        browser = pw.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS)
         try:
             page = browser.new_page(viewport={"width": 1200, "height": 800})
             page.set_default_timeout(30_000)

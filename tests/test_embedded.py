@@ -97,3 +97,58 @@ def test_explicit_urls_start_nothing(own_data_dir: Path, monkeypatch: pytest.Mon
     assert embedded.redis_url() == "redis://cache.example:6379/0"
     assert not (own_data_dir / "pg").exists()
     assert embedded.redis_state() is None
+
+
+def test_default_redis_takes_a_free_port_when_6390_is_taken(
+    own_data_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("NOVABERG_REDIS_PORT")
+    blocker = None
+    if not embedded._port_taken(embedded.DEFAULT_REDIS_PORT):
+        # Another checkout's `make run` on the default port (or anything else holding it).
+        blocker = socket.socket()
+        blocker.bind(("127.0.0.1", embedded.DEFAULT_REDIS_PORT))
+        blocker.listen()
+    try:
+        state = embedded.ensure_redis()
+        try:
+            assert state.started_now
+            assert not state.url.startswith(f"redis://127.0.0.1:{embedded.DEFAULT_REDIS_PORT}/")
+            assert redis.Redis.from_url(state.url).ping()
+            # Recorded in the data folder: found again, not started a second time.
+            assert embedded.redis_state() == embedded.ServiceState(
+                "redis", True, state.url, False, state.pid
+            )
+        finally:
+            assert embedded.stop_redis()
+    finally:
+        if blocker is not None:
+            blocker.close()
+
+
+def test_state_readers_create_nothing(own_data_dir: Path) -> None:
+    assert embedded.data_dir() == own_data_dir
+    assert embedded.postgres_state() is None
+    assert embedded.redis_state() is None
+    assert embedded.redis_state(ping=True) is None
+    assert not own_data_dir.exists()
+
+
+def test_a_stale_pid_file_is_not_a_running_server(own_data_dir: Path) -> None:
+    (own_data_dir / "redis").mkdir(parents=True)
+    (own_data_dir / "redis" / "redis.pid").write_text("999999999")
+    (own_data_dir / "redis" / "port").write_text("6390")
+    (own_data_dir / "pg").mkdir()
+    (own_data_dir / "pg" / "postmaster.pid").write_text(
+        "999999999\n/x\n1\n5432\n/x\n\n0 0\nready\n"
+    )
+    assert embedded.redis_state() is None
+    assert embedded.postgres_state() is None
+
+
+def test_secret_files_are_never_overwritten(tmp_path: Path) -> None:
+    path = tmp_path / "secret"
+    assert embedded.write_secret(path, "eins")
+    assert not embedded.write_secret(path, "zwei")
+    assert path.read_text() == "eins"
+    assert path.stat().st_mode & 0o777 == 0o600

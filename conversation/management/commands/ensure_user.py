@@ -1,5 +1,11 @@
+"""``python manage.py ensure_user NAME --password PW`` (DESIGN.md Interfaces): create or update a
+login. ``--password-stdin`` reads the password from the first line of stdin instead, so that it
+never stands on a command line (``ps``) and is never taken for an option (a password beginning
+with '-'; on the command line write ``--password=-x``)."""
+
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 from django.contrib.auth import get_user_model
@@ -9,24 +15,44 @@ from django.db import transaction
 
 class Command(BaseCommand):
     help = "Create or update a login (DESIGN.md Interfaces)."
+    # call_command(..., stdin=io.StringIO(...)) in tests, as Django's createsuperuser does.
+    stealth_options = ("stdin",)
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("name")
-        parser.add_argument("--password", required=True)
+        source = parser.add_mutually_exclusive_group(required=True)
+        source.add_argument(
+            "--password", help="the password (one beginning with '-': --password=-x)"
+        )
+        source.add_argument(
+            "--password-stdin",
+            action="store_true",
+            help="read the password from the first line of stdin (not visible in ps)",
+        )
         parser.add_argument("--superuser", action="store_true", help="also grant admin access")
 
-    @transaction.atomic
     def handle(self, *args: Any, **options: Any) -> None:
         name: str = options["name"].strip()
-        password: str = options["password"]
+        if options["password_stdin"]:
+            stream = options.get("stdin") or sys.stdin
+            # Only the line break is taken off: spaces are part of a password.
+            password = stream.readline().rstrip("\r\n")
+        else:
+            password = options["password"]
         if not name:
             raise CommandError("Der Name ist leer.")
         if len(password) < 4:
             raise CommandError("Das Passwort braucht mindestens 4 Zeichen.")
+        created = self._store(name, password, superuser=bool(options["superuser"]))
+        verb = "angelegt" if created else "aktualisiert"
+        self.stdout.write(f"Login {name!r} {verb}.")
+
+    @transaction.atomic
+    def _store(self, name: str, password: str, *, superuser: bool) -> bool:
         user_model = get_user_model()
         user, created = user_model.objects.get_or_create(username=name)
         user.set_password(password)
-        if options["superuser"]:
+        if superuser:
             user.is_staff = True
             user.is_superuser = True
         user.save()
@@ -34,5 +60,4 @@ class Command(BaseCommand):
         stored = user_model.objects.get(pk=user.pk)
         if not stored.check_password(password):
             raise CommandError(f"Login {name!r} konnte nicht gespeichert werden.")
-        verb = "angelegt" if created else "aktualisiert"
-        self.stdout.write(f"Login {name!r} {verb}.")
+        return created
