@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from conversation.agents import AgentResult
+from conversation.vocabulary import QuestionKind, Status
 from directives import selectors
 from directives.agent.classify import Classification
 from directives.models import Directive, DirectiveStep
@@ -26,7 +27,7 @@ class Proposal:
     action: str
     question: str
     payload: dict[str, Any]
-    kind: str = "yes_no"
+    kind: QuestionKind = QuestionKind.YES_NO
     step: str = "rueckfrage"
 
 
@@ -124,17 +125,23 @@ def _choice(action: str, rows: list[Directive], *, request_id: str, text: str = 
         "text": text,
     }
     return Proposal(
-        action, choice_question(action, candidates), payload, kind="choice", step="auswahl"
+        action,
+        choice_question(action, candidates),
+        payload,
+        kind=QuestionKind.CHOICE,
+        step="auswahl",
     )
 
 
 def _failure(step: str, text: str, **details: Any) -> Validation:
-    return Validation(result=AgentResult("fehler", text, step=step), step=step, details=details)
+    return Validation(
+        result=AgentResult(Status.FAILED, text, step=step), step=step, details=details
+    )
 
 
 def _not_found(action: str, **details: Any) -> Validation:
     return Validation(
-        result=AgentResult("fehler", not_found_text(action), step="nicht_gefunden"),
+        result=AgentResult(Status.FAILED, not_found_text(action), step="nicht_gefunden"),
         step="nicht_gefunden",
         details=details,
     )
@@ -148,7 +155,7 @@ def _read(user: Any) -> Validation:
         lines = [f"{n}. {row.text}" for n, row in enumerate(rows, start=1)]
         text = "Das sind deine Direktiven, an die ich mich halte:\n" + "\n".join(lines)
     return Validation(
-        result=AgentResult("abgeschlossen", text, step="gelesen", data={"count": len(rows)}),
+        result=AgentResult(Status.DONE, text, step="gelesen", data={"count": len(rows)}),
         step="gelesen",
         details={"count": len(rows)},
     )
@@ -195,7 +202,7 @@ def _validate_create(user: Any, c: Classification, request_id: str) -> Validatio
         if is_same(row.text, text):
             return Validation(
                 result=AgentResult(
-                    "abgeschlossen",
+                    Status.DONE,
                     f"Die Direktive {_q(row.text)} gilt bereits. {UNCHANGED}",
                     step="schon_vorhanden",
                 ),
@@ -252,7 +259,7 @@ def _validate_target(user: Any, c: Classification, request_id: str, message: str
     if action == "update" and is_same(row.text, text):
         return Validation(
             result=AgentResult(
-                "abgeschlossen",
+                Status.DONE,
                 f"Die Direktive {_q(row.text)} lautet schon so. {UNCHANGED}",
                 step="schon_vorhanden",
             ),
@@ -307,7 +314,7 @@ def _validate_undo(user: Any, request_id: str) -> Validation:
     plan, sentence = undo_plan(user)
     if plan is None:
         return Validation(
-            result=AgentResult("abgeschlossen", f"{sentence} {UNCHANGED}", step="nichts_zu_tun"),
+            result=AgentResult(Status.DONE, f"{sentence} {UNCHANGED}", step="nichts_zu_tun"),
             step="nichts_zu_tun",
         )
     payload = {
@@ -327,7 +334,7 @@ def validate(
     if c.action == "rejected":
         text = "Das habe ich nicht als Auftrag für deine Direktiven verstanden. " + UNCHANGED
         return Validation(
-            result=AgentResult("rejected", text, step="rejected", data={"grund": c.grund}),
+            result=AgentResult(Status.REJECTED, text, step="rejected", data={"grund": c.grund}),
             step="rejected",
         )
     if c.action == "read":
