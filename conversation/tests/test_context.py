@@ -107,8 +107,8 @@ def test_an_own_knowledge_source_stands_between_memory_and_records(
 ) -> None:
     context.register_composer_source(knowledge_source(lambda q: context.SourceFound()))
     order = context.composer_order()
-    assert order.index("GEDAECHTNIS") < order.index("EIGENES WISSEN") < order.index(
-        "AUFZEICHNUNGEN"
+    assert (
+        order.index("GEDAECHTNIS") < order.index("EIGENES WISSEN") < order.index("AUFZEICHNUNGEN")
     )
     assert "EIGENES WISSEN" not in context.responder_order()
     assert "EIGENES WISSEN" in context.injected_blocks()
