@@ -10,6 +10,7 @@ from __future__ import annotations
 from enum import StrEnum
 from typing import Any
 
+from rest_framework import serializers
 from rest_framework import status as http
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
@@ -67,15 +68,28 @@ class ForbiddenError(RefusedError):
     """A rule of access turned it down: the path lies outside the person's boundary."""
 
 
+class BusyError(ApplicationError):
+    """Nothing is wrong with the request, but there is no room to run it now."""
+
+
 # The one place where a domain error becomes an HTTP status; the first class in the error's
 # MRO that is listed wins.
 HTTP_STATUS: dict[type[ApplicationError], int] = {
     NotFoundError: http.HTTP_404_NOT_FOUND,
     ConflictError: http.HTTP_409_CONFLICT,
     ForbiddenError: http.HTTP_403_FORBIDDEN,
+    BusyError: http.HTTP_503_SERVICE_UNAVAILABLE,
     RefusedError: http.HTTP_400_BAD_REQUEST,
     ApplicationError: http.HTTP_400_BAD_REQUEST,
 }
+
+
+class ErrorSerializer(serializers.Serializer[ApplicationError]):
+    """The body of every ApplicationError answer, for the OpenAPI schema."""
+
+    status = serializers.ChoiceField(choices=[s.value for s in ErrorStatus])
+    step = serializers.CharField()
+    reason = serializers.CharField(source="message")
 
 
 def http_status_of(exc: ApplicationError) -> int:
@@ -89,8 +103,5 @@ def http_status_of(exc: ApplicationError) -> int:
 
 def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
     if isinstance(exc, ApplicationError):
-        return Response(
-            {"status": exc.status.value, "step": exc.step, "reason": exc.message},
-            status=http_status_of(exc),
-        )
+        return Response(ErrorSerializer(exc).data, status=http_status_of(exc))
     return drf_exception_handler(exc, context)
