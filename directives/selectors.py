@@ -99,16 +99,6 @@ def block_rows(*, user: Any) -> list[tuple[str, str]]:
     )
 
 
-def last_change(*, user: Any) -> DirectiveStep | None:
-    """The person's most recent verified write (chat or API): what an undo reverts."""
-    return (
-        DirectiveStep.objects.filter(user=user, step=DirectiveStep.Step.VERIFIED)
-        .exclude(action="undo")
-        .order_by("-created_at", "-id")
-        .first()
-    )
-
-
 def directive_chain(*, user: Any, directive_id: int) -> list[Directive] | None:
     """The whole update chain the row belongs to, oldest first; None if not the person's."""
     row = directive_get(user=user, directive_id=directive_id)
