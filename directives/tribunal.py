@@ -14,6 +14,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from django.contrib.auth.models import User
+
 from directives.selectors import block_rows
 from novaberg.llm import get_gateway
 
@@ -169,7 +171,7 @@ def read_verdict(text: str) -> TribunalResult:
     return TribunalResult("verstoss", violations, details)
 
 
-def review(*, user: Any, reply: str) -> TribunalResult:
+def review(*, user: User, reply: str) -> TribunalResult:
     """Check ``reply`` against all active directives of ``user`` (seed 000 §8.3)."""
     directives = [text for text, _context in block_rows(user=user)]
     if not directives:

@@ -32,7 +32,7 @@ NOT_FOUND_STEPS = frozenset(
 )
 
 
-class SearchHitSerializer(serializers.Serializer[dict[str, Any]]):
+class SearchHitSerializer(serializers.Serializer):
     root_id = serializers.IntegerField()
     path = serializers.CharField()
     lines = serializers.CharField()

@@ -211,6 +211,10 @@ def test(pytest_args: list[str]) -> None:
             result = subprocess.run([*ruff, *args], cwd=BASE_DIR, check=False)
             if result.returncode != 0:
                 fail(f"ruff {' '.join(args)} meldet Fehler (siehe oben)", code=result.returncode)
+        # Type check after ruff (configuration: [tool.mypy] in pyproject.toml).
+        result = subprocess.run([PYTHON, "-m", "mypy"], cwd=BASE_DIR, check=False)
+        if result.returncode != 0:
+            fail("mypy meldet Fehler (siehe oben)", code=result.returncode)
         result = subprocess.run([PYTHON, "-m", "pytest", *pytest_args], cwd=BASE_DIR, check=False)
         code = result.returncode
     finally:

@@ -77,13 +77,14 @@ def check_input(text: str) -> tuple[str, str | None, str | None]:
 
 
 def history_rows(session: Session, before: Turn) -> list[dict[str, object]]:
-    rows: list[dict[str, object]] = list(
-        Turn.objects.filter(session=session, created_at__lte=before.created_at)
+    rows: list[dict[str, object]] = [
+        dict(row)
+        for row in Turn.objects.filter(session=session, created_at__lte=before.created_at)
         .exclude(pk=before.pk)
         .exclude(status=Status.FAILED)
         .order_by("-created_at", "-id")
         .values("id", "role", "text")[:HISTORY_TURNS]
-    )
+    ]
     return list(reversed(rows))
 
 

@@ -211,7 +211,12 @@ def test_every_source_takes_the_one_turn_vector_and_its_place(
     )
     embedded: list[list[str]] = []
     real = embeddings.embed
-    monkeypatch.setattr(embeddings, "embed", lambda texts: embedded.append(texts) or real(texts))
+
+    def counting(texts: list[str]) -> list[list[float]]:
+        embedded.append(list(texts))
+        return real(texts)
+
+    monkeypatch.setattr(embeddings, "embed", counting)
     fake_llm.set_default("Am Donnerstag um 14 Uhr.")
     text = "Wann kommt der Architekt Brenner?"
 

@@ -9,6 +9,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from django.contrib.auth.models import User
+
 from conversation.agents import AgentResult
 from conversation.vocabulary import QuestionKind, Status
 from directives import selectors
@@ -147,7 +149,7 @@ def _not_found(action: str, **details: Any) -> Validation:
     )
 
 
-def _read(user: Any) -> Validation:
+def _read(user: User) -> Validation:
     rows = list(selectors.directive_list(user=user, active=True))
     if not rows:
         text = "Du hast mir bisher keine Direktiven gegeben."
@@ -162,7 +164,7 @@ def _read(user: Any) -> Validation:
 
 
 def _resolve(
-    user: Any, c: Classification, *, active: bool, description: str
+    user: User, c: Classification, *, active: bool, description: str
 ) -> tuple[list[Directive], str]:
     """Target rows of the order and how they were found."""
     if c.target_unknown:
@@ -192,7 +194,7 @@ def _check_text(text: str) -> Validation | None:
     return None
 
 
-def _validate_create(user: Any, c: Classification, request_id: str) -> Validation:
+def _validate_create(user: User, c: Classification, request_id: str) -> Validation:
     text = " ".join(c.anweisung.split())
     failed = _check_text(text)
     if failed is not None:
@@ -234,7 +236,7 @@ def _validate_create(user: Any, c: Classification, request_id: str) -> Validatio
     )
 
 
-def _validate_target(user: Any, c: Classification, request_id: str, message: str) -> Validation:
+def _validate_target(user: User, c: Classification, request_id: str, message: str) -> Validation:
     action = c.action
     if action == "update":
         text = " ".join(c.anweisung.split())
@@ -271,7 +273,7 @@ def _validate_target(user: Any, c: Classification, request_id: str, message: str
     )
 
 
-def undo_plan(user: Any) -> tuple[dict[str, Any] | None, str]:
+def undo_plan(user: User) -> tuple[dict[str, Any] | None, str]:
     """What reverts the person's last verified change: ({deactivate, activate, ...}, sentence)."""
     latest = (
         DirectiveStep.objects.filter(user=user, step=DirectiveStep.Step.VERIFIED)
@@ -310,7 +312,7 @@ def undo_plan(user: Any) -> tuple[dict[str, Any] | None, str]:
     return plan, question
 
 
-def _validate_undo(user: Any, request_id: str) -> Validation:
+def _validate_undo(user: User, request_id: str) -> Validation:
     plan, sentence = undo_plan(user)
     if plan is None:
         return Validation(
@@ -328,7 +330,7 @@ def _validate_undo(user: Any, request_id: str) -> Validation:
 
 
 def validate(
-    *, user: Any, classification: Classification, request_id: str, message: str = ""
+    *, user: User, classification: Classification, request_id: str, message: str = ""
 ) -> Validation:
     c = classification
     if c.action == "rejected":

@@ -24,7 +24,7 @@ from files.agent.validate import (
 )
 from files.models import FileRoot
 
-STATE_LABELS = {
+STATE_LABELS: dict[str, str] = {
     FileRoot.State.ACTIVE: "aktiv",
     FileRoot.State.SUSPENDED: "stillgelegt",
     FileRoot.State.REQUESTED: "angefragt, noch nicht bestätigt",
