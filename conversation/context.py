@@ -113,6 +113,9 @@ class ComposerSource:
     dedupe_key: str
     # Among sources of one slot, ascending; equal orders keep their registration order.
     order: int = 100
+    # What the offline composer says from the items (``""``: nothing). Records need none: the
+    # offline composer quotes them at their citation itself.
+    offline_text: Callable[[list[dict[str, Any]]], str] | None = None
 
 
 class BlockRenderer(Protocol):

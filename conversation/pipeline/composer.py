@@ -60,11 +60,17 @@ def messages_for(state: TurnState) -> list[dict[str, str]]:
 
 def hints_for(state: TurnState) -> dict[str, Any]:
     result = state.agent_result
+    contributed = [
+        source.offline_text(items)
+        for source in context.composer_sources()
+        if source.offline_text is not None and (items := state.found.get(source.name))
+    ]
     return {
         "text": state.text,
         "task": result.text if result is not None else "",
         "memories": state.memories,
         "records": state.records,
+        "contributed": [text for text in contributed if text],
         "intent": state.vector.intent if state.vector else "",
     }
 

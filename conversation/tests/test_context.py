@@ -270,3 +270,25 @@ def test_a_failing_source_is_named_and_the_others_still_deliver(
     assert "Bibliothek nicht lesbar" in enricher.details["wissen_test"]["error"]
     prompt = Turn.objects.get(pk=result.turn_id).prompts["composer"][0]["content"]
     assert "[EIGENES WISSEN]" not in prompt and "[AUFZEICHNUNGEN]" in prompt
+
+
+def test_the_offline_composer_says_what_a_source_gives_it_to_say(
+    session: Session, user: Any, plugged: list[context.SourceQuery]
+) -> None:
+    source = context.composer_source("wissen_test")
+    assert source is not None
+    context.register_composer_source(
+        dataclasses.replace(
+            source,
+            offline_text=lambda items: (
+                "Aus meinem eigenen Wissen: " + " ".join(str(item["text"]) for item in items)
+            ),
+        )
+    )
+    result = run_turn(
+        user=user, character=session.character, session=session, text="Wann kommt Brenner?"
+    )
+    # Offline-Modus: records first (quoted at their citation), then her own knowledge.
+    assert result.reply.index("notizen/hausbau.md:3-7") < result.reply.index(
+        f"Aus meinem eigenen Wissen: {KNOWLEDGE}"
+    )
