@@ -1,36 +1,26 @@
 """The agent contract and registry: directives and files plug into the turn pipeline here.
 
-An agent returns an ``AgentResult`` with a status from DESIGN.md ("Agents and the confirmation
-gate"): ``laufend``, ``rueckfrage``, ``abgeschlossen``, ``dismissed``, ``rejected``, ``abgelehnt``
-or ``fehler`` plus a named ``step``. Writes never happen in ``handle``: the agent asks through
+An agent returns an ``AgentResult`` with a ``Status`` (DESIGN.md "Agents and the confirmation
+gate") plus a named ``step``. Writes never happen in ``handle``: a writing agent asks through
 ``conversation.gate.ask`` and writes in ``execute`` once the person consented.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+from conversation.vocabulary import Status
 
 if TYPE_CHECKING:
-    from django.contrib.auth.models import AbstractBaseUser
+    from django.contrib.auth.models import User
 
     from conversation.models import Character, PendingQuestion, Session
 
 
-STATUSES = (
-    "laufend",
-    "rueckfrage",
-    "abgeschlossen",
-    "dismissed",
-    "rejected",
-    "abgelehnt",
-    "fehler",
-)
-
-
 @dataclass
 class AgentResult:
-    status: str
+    status: Status
     text: str
     step: str = ""
     question: str | None = None
@@ -38,12 +28,12 @@ class AgentResult:
     data: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        if self.status not in STATUSES:
-            raise ValueError(f"unknown agent status {self.status!r}")
+        # A word outside the vocabulary fails here, loudly, not in a later comparison.
+        self.status = Status(self.status)
 
     def as_json(self) -> dict[str, Any]:
         return {
-            "status": self.status,
+            "status": self.status.value,
             "text": self.text,
             "step": self.step,
             "question": self.question,
@@ -54,7 +44,7 @@ class AgentResult:
     @classmethod
     def from_json(cls, raw: dict[str, Any]) -> AgentResult:
         return cls(
-            status=raw["status"],
+            status=Status(raw["status"]),
             text=raw.get("text", ""),
             step=raw.get("step", ""),
             question=raw.get("question"),
@@ -67,7 +57,7 @@ class AgentResult:
 class AgentContext:
     """What an agent may see of the turn: always scoped to the (user, character) pair."""
 
-    user: AbstractBaseUser
+    user: User
     character: Character
     session: Session
     text: str
@@ -76,9 +66,10 @@ class AgentContext:
 
 
 class Agent(Protocol):
+    """Every agent: the router asks ``detect``, the agent node calls ``handle``. A read-only
+    agent is only this."""
+
     name: str
-    # German noun used in gate sentences ("An deinen Direktiven ist nichts geaendert.").
-    dismissed_text: str
 
     def detect(self, text: str) -> bool:
         """Offline router pattern: is this message an order for this agent?"""
@@ -87,6 +78,14 @@ class Agent(Protocol):
     def handle(self, ctx: AgentContext) -> AgentResult:
         """Classify and validate; may ask (``gate.ask``); never writes."""
         ...
+
+
+@runtime_checkable
+class WritingAgent(Agent, Protocol):
+    """An agent that asks before it writes; the gate resumes its questions."""
+
+    # German sentence for a "nein" at the gate ("An deinen Direktiven ist nichts geändert.").
+    dismissed_text: str
 
     def execute(self, ctx: AgentContext, pending: PendingQuestion) -> AgentResult:
         """Run the confirmed action of ``pending.payload``; verify by reading back.
@@ -97,17 +96,32 @@ class Agent(Protocol):
         ...
 
 
-class ChoiceAgent(Protocol):
+@runtime_checkable
+class ChoosingAgent(Protocol):
+    """A writing agent that asks choice questions."""
+
     def choose(self, ctx: AgentContext, pending: PendingQuestion) -> AgentResult | None:
-        """Optional: read a choice answer into a *new yes/no question* (never a write)."""
+        """Read a choice answer into a *new yes/no question* (never a write); None: unread."""
         ...
 
 
+@runtime_checkable
 class CorrectingAgent(Protocol):
+    """A writing agent that takes a corrected wording with the consent."""
+
     def correct(
         self, ctx: AgentContext, pending: PendingQuestion, correction: str
     ) -> AgentResult | None:
-        """Optional: "ja, aber sag 'Boss' statt 'Chef'" → re-ask with the corrected wording."""
+        """ "ja, aber sag 'Boss' statt 'Chef'" → re-ask with the corrected wording."""
+        ...
+
+
+@runtime_checkable
+class AuditedAgent(Protocol):
+    """A writing agent that keeps every answer in its audit trail (directives do)."""
+
+    def answered(self, ctx: AgentContext, pending: PendingQuestion, outcome: str) -> None:
+        """Called for every answer that is not consent (consent is recorded by ``execute``)."""
         ...
 
 

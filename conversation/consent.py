@@ -9,7 +9,7 @@ first and wins. Everything else, including every word or sign these sets do not 
 Mengen nicht kennen, kostet eine zweite Frage, nie eine Ausführung").
 
 Public API:
-    read_answer(text, kind="yes_no") -> Reading
+    read_answer(text, kind=QuestionKind.YES_NO) -> Reading
     read_correction(text) -> str | None
 """
 
@@ -17,7 +17,8 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Literal
+
+from conversation.vocabulary import ConsentOutcome, QuestionKind
 
 __all__ = [
     "ASKING_VERBS",
@@ -34,15 +35,10 @@ __all__ = [
     "REFUSAL_STEMS",
     "REFUSAL_WORDS",
     "SUBJECT_WORDS",
-    "Kind",
-    "Outcome",
     "Reading",
     "read_answer",
     "read_correction",
 ]
-
-Outcome = Literal["consent", "refusal", "unclear"]
-Kind = Literal["yes_no", "choice"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,17 +51,17 @@ class Reading:
     answer is never consent: the gate must ask again with the new wording.
     """
 
-    outcome: Outcome
+    outcome: ConsentOutcome
     reason: str
     correction: str | None = None
 
     @property
     def is_consent(self) -> bool:
-        return self.outcome == "consent"
+        return self.outcome == ConsentOutcome.CONSENT
 
     @property
     def is_refusal(self) -> bool:
-        return self.outcome == "refusal"
+        return self.outcome == ConsentOutcome.REFUSAL
 
 
 # --------------------------------------------------------------------------------------------
@@ -492,37 +488,36 @@ def read_correction(text: str) -> str | None:
 # --------------------------------------------------------------------------------------------
 
 
-def read_answer(text: str, kind: Kind = "yes_no") -> Reading:
+def read_answer(text: str, kind: QuestionKind = QuestionKind.YES_NO) -> Reading:
     """Read the answer to a confirmation question (seed 000 §3, "Die Deutung").
 
     ``kind`` is ``"yes_no"`` (may consent) or ``"choice"`` (never consents: seed 000 §3, a
     choice is not read from the answer). Order: empty, correction, refusal (wins), choice,
     signs, words, word order. Only ``outcome == "consent"`` may execute anything.
     """
-    if kind not in ("yes_no", "choice"):
-        raise ValueError(f"unknown question kind: {kind!r}")
+    kind = QuestionKind(kind)  # an unknown kind raises ValueError here
     if not isinstance(text, str):
-        return Reading("unclear", "not_text")
+        return Reading(ConsentOutcome.UNCLEAR, "not_text")
     if not text.strip():
-        return Reading("unclear", "empty")
+        return Reading(ConsentOutcome.UNCLEAR, "empty")
 
-    if kind == "yes_no":
+    if kind == QuestionKind.YES_NO:
         correction = _parse_correction(text)
         if correction is not None:
-            return Reading("unclear", "correction", correction)
+            return Reading(ConsentOutcome.UNCLEAR, "correction", correction)
 
     scan = _scan(_normalise(text))
     refusal = _refusal(scan.words)
     if refusal is not None:
-        return Reading("refusal", refusal)
-    if kind == "choice":
-        return Reading("unclear", "choice_never_consents")
+        return Reading(ConsentOutcome.REFUSAL, refusal)
+    if kind == QuestionKind.CHOICE:
+        return Reading(ConsentOutcome.UNCLEAR, "choice_never_consents")
 
     failure = _consent_failure(scan)
     if failure is not None:
-        return Reading("unclear", failure)
+        return Reading(ConsentOutcome.UNCLEAR, failure)
     _verify_consent(text)
-    return Reading("consent", "consent")
+    return Reading(ConsentOutcome.CONSENT, "consent")
 
 
 def _verify_consent(text: str) -> None:

@@ -16,9 +16,11 @@ from typing import Any
 from asgiref.sync import async_to_sync, sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
 from channels.layers import get_channel_layer
+from django.contrib.auth.models import User
 
 from conversation import selectors
-from conversation.pipeline import run_turn
+from conversation.models import Session
+from conversation.pipeline import TurnResult, run_turn
 
 logger = logging.getLogger(__name__)
 
@@ -26,16 +28,17 @@ logger = logging.getLogger(__name__)
 class ChatConsumer(AsyncJsonWebsocketConsumer):
     async def connect(self) -> None:
         user = self.scope.get("user")
-        if user is None or not user.is_authenticated:
+        if not isinstance(user, User) or not user.is_authenticated:
             await self.close(code=4401)
             return
+        self.user: User = user
         session_id = int(self.scope["url_route"]["kwargs"]["session_id"])
         session = await sync_to_async(selectors.session_get)(user=user, session_id=session_id)
         if session is None:
             await self.close(code=4404)
             return
-        self.session = session
-        self.turn_lock = asyncio.Lock()
+        self.session: Session = session
+        self.turn_lock: asyncio.Lock = asyncio.Lock()
         self.tasks: set[asyncio.Task[None]] = set()
         await self.accept()
 
@@ -56,7 +59,7 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
             await layer.send(channel, {"type": "chat.start"})
             try:
                 result = await sync_to_async(_run, thread_sensitive=False)(
-                    self.scope["user"], self.session, text, sender
+                    self.user, self.session, text, sender
                 )
             except Exception:
                 logger.exception("websocket turn crashed")
@@ -125,7 +128,7 @@ class TokenSender:
             logger.warning("token could not be sent; the turn goes on", exc_info=True)
 
 
-def _run(user: Any, session: Any, text: str, sender: TokenSender) -> Any:
+def _run(user: User, session: Session, text: str, sender: TokenSender) -> TurnResult:
     from django.db import close_old_connections
 
     close_old_connections()

@@ -17,9 +17,18 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from conversation.agents import AgentContext, AgentResult, get_agent
+from conversation.agents import (
+    AgentContext,
+    AgentResult,
+    AuditedAgent,
+    ChoosingAgent,
+    CorrectingAgent,
+    WritingAgent,
+    get_agent,
+)
 from conversation.consent import read_answer
 from conversation.models import PendingQuestion
+from conversation.vocabulary import ConsentOutcome, QuestionKind, QuestionStatus, Status
 
 logger = logging.getLogger(__name__)
 
@@ -37,7 +46,7 @@ def open_question(ctx: AgentContext) -> PendingQuestion | None:
             user=ctx.user,
             character=ctx.character,
             session=ctx.session,
-            status=PendingQuestion.Status.OPEN,
+            status=QuestionStatus.OPEN,
         )
         .order_by("-created_at")
         .first()
@@ -51,7 +60,7 @@ def ask(
     agent: str,
     question: str,
     payload: dict[str, Any],
-    kind: str = PendingQuestion.Kind.YES_NO,
+    kind: QuestionKind = QuestionKind.YES_NO,
     text: str | None = None,
     step: str = "rueckfrage",
     data: dict[str, Any] | None = None,
@@ -61,8 +70,8 @@ def ask(
         # seed 000 §6.1: "(ID None)" must never reach a person.
         raise ValueError("question shows an unresolved id")
     PendingQuestion.objects.filter(
-        user=ctx.user, session=ctx.session, status=PendingQuestion.Status.OPEN
-    ).update(status=PendingQuestion.Status.REPLACED, answered_at=timezone.now())
+        user=ctx.user, session=ctx.session, status=QuestionStatus.OPEN
+    ).update(status=QuestionStatus.REPLACED, answered_at=timezone.now())
     pending = PendingQuestion.objects.create(
         user=ctx.user,
         character=ctx.character,
@@ -74,12 +83,12 @@ def ask(
         expires_at=timezone.now() + timedelta(seconds=settings.PENDING_QUESTION_TTL_S),
     )
     # Read back: a question that is not stored cannot be answered later.
-    stored = PendingQuestion.objects.filter(pk=pending.pk, status="offen").exists()
+    stored = PendingQuestion.objects.filter(pk=pending.pk, status=QuestionStatus.OPEN).exists()
     if not stored:
-        return AgentResult("fehler", "Ich konnte die Rückfrage nicht speichern.", step="frage")
+        return AgentResult(Status.FAILED, "Ich konnte die Rückfrage nicht speichern.", step="frage")
     result_data = {"pending_id": pending.pk, **(data or {})}
     return AgentResult(
-        "rueckfrage", text or question, step=step, question=question, data=result_data
+        Status.QUESTION, text or question, step=step, question=question, data=result_data
     )
 
 
@@ -92,45 +101,48 @@ def resume(ctx: AgentContext, pending_id: int) -> AgentResult:
             .first()
         )
         if pending is None:
-            return AgentResult("fehler", "Ich finde diese Rückfrage nicht.", step="keine_frage")
-        if pending.status != PendingQuestion.Status.OPEN:
+            return AgentResult(
+                Status.FAILED, "Ich finde diese Rückfrage nicht.", step="keine_frage"
+            )
+        if pending.status != QuestionStatus.OPEN:
             # A second answer racing the first: it saw the row only after the first committed.
-            if pending.status == PendingQuestion.Status.EXECUTED and pending.result:
+            if pending.status == QuestionStatus.EXECUTED and pending.result:
                 done = AgentResult.from_json(pending.result)
                 done.step = "schon_ausgefuehrt"
                 return done
-            return AgentResult("fehler", ALREADY_TEXT, step="schon_beantwortet")
+            return AgentResult(Status.FAILED, ALREADY_TEXT, step="schon_beantwortet")
         if pending.is_expired:
-            pending.status = PendingQuestion.Status.EXPIRED
+            pending.status = QuestionStatus.EXPIRED
             pending.answered_at = timezone.now()
             pending.save(update_fields=["status", "answered_at"])
-            return AgentResult("fehler", EXPIRED_TEXT, step="abgelaufen")
+            return AgentResult(Status.FAILED, EXPIRED_TEXT, step="abgelaufen")
 
         agent = get_agent(pending.agent)
-        if agent is None:
-            logger.error("gate: no agent %s for pending %s", pending.agent, pending.pk)
-            return AgentResult("fehler", "Dieser Dienst ist nicht verfügbar.", step="kein_agent")
+        if not isinstance(agent, WritingAgent):
+            # Unregistered, or an agent that never asks (a read-only one cannot own a question).
+            logger.error("gate: no writing agent %s for pending %s", pending.agent, pending.pk)
+            return AgentResult(
+                Status.FAILED, "Dieser Dienst ist nicht verfügbar.", step="kein_agent"
+            )
 
-        reading = read_answer(ctx.text, kind=pending.kind)
+        reading = read_answer(ctx.text, kind=QuestionKind(pending.kind))
         logger.info(
             "gate answer read",
             extra={"pending_id": pending.pk, "outcome": reading.outcome, "reason": reading.reason},
         )
-        if reading.outcome != "consent":
+        if reading.outcome != ConsentOutcome.CONSENT:
             _notify_answered(agent, ctx, pending, f"{reading.outcome}:{reading.reason}")
-        if reading.outcome == "refusal":
-            pending.status = PendingQuestion.Status.DISMISSED
+        if reading.outcome == ConsentOutcome.REFUSAL:
+            pending.status = QuestionStatus.DISMISSED
             pending.answered_at = timezone.now()
-            result = AgentResult("dismissed", agent.dismissed_text, step="abgelehnt")
+            result = AgentResult(Status.DISMISSED, agent.dismissed_text, step="abgelehnt")
             pending.result = result.as_json()
             pending.save(update_fields=["status", "answered_at", "result"])
             return result
-        if reading.outcome == "consent":
+        if reading.outcome == ConsentOutcome.CONSENT:
             result = agent.execute(ctx, pending)
             pending.status = (
-                PendingQuestion.Status.EXECUTED
-                if result.status == "abgeschlossen"
-                else PendingQuestion.Status.FAILED
+                QuestionStatus.EXECUTED if result.status == Status.DONE else QuestionStatus.FAILED
             )
             pending.answered_at = timezone.now()
             pending.result = result.as_json()
@@ -138,45 +150,43 @@ def resume(ctx: AgentContext, pending_id: int) -> AgentResult:
             return result
 
     # Not consent and not refusal: correction, choice, or the same question again.
-    correction = getattr(reading, "correction", None)
-    if correction and hasattr(agent, "correct"):
-        corrected = agent.correct(ctx, pending, correction)
+    if reading.correction and isinstance(agent, CorrectingAgent):
+        corrected = agent.correct(ctx, pending, reading.correction)
         if corrected is not None:
             return corrected
-    if pending.kind == PendingQuestion.Kind.CHOICE and hasattr(agent, "choose"):
+    if pending.kind == QuestionKind.CHOICE and isinstance(agent, ChoosingAgent):
         chosen = agent.choose(ctx, pending)
         if chosen is not None:
             return chosen
     return ask_again(ctx, pending)
 
 
-def _notify_answered(agent: Any, ctx: AgentContext, pending: PendingQuestion, outcome: str) -> None:
-    """Optional agent hook ``answered(ctx, pending, outcome)`` for its audit trail (directives
-    keep every step of a request). Runs in the gate's transaction; a failing hook is logged and
-    never changes what the answer means."""
-    hook = getattr(agent, "answered", None)
-    if hook is None:
+def _notify_answered(
+    agent: WritingAgent, ctx: AgentContext, pending: PendingQuestion, outcome: str
+) -> None:
+    """An ``AuditedAgent`` hears of every answer for its audit trail (directives keep every
+    step of a request). Runs in the gate's transaction; a failing hook is logged and never
+    changes what the answer means."""
+    if not isinstance(agent, AuditedAgent):
         return
     try:
         with transaction.atomic():
-            hook(ctx, pending, outcome)
+            agent.answered(ctx, pending, outcome)
     except Exception:
         logger.exception("gate: answered hook of %s failed", pending.agent)
 
 
 def ask_again(ctx: AgentContext, pending: PendingQuestion) -> AgentResult:
-    step = "auswahl_offen" if pending.kind == PendingQuestion.Kind.CHOICE else "unklar"
+    step = "auswahl_offen" if pending.kind == QuestionKind.CHOICE else "unklar"
     with transaction.atomic():
-        updated = PendingQuestion.objects.filter(
-            pk=pending.pk, status=PendingQuestion.Status.OPEN
-        ).update(
+        updated = PendingQuestion.objects.filter(pk=pending.pk, status=QuestionStatus.OPEN).update(
             asked_count=pending.asked_count + 1,
             expires_at=timezone.now() + timedelta(seconds=settings.PENDING_QUESTION_TTL_S),
         )
     if updated != 1:
-        return AgentResult("fehler", ALREADY_TEXT, step="schon_beantwortet")
+        return AgentResult(Status.FAILED, ALREADY_TEXT, step="schon_beantwortet")
     return AgentResult(
-        "rueckfrage",
+        Status.QUESTION,
         pending.question,
         step=step,
         question=pending.question,

@@ -5,8 +5,9 @@ statements (with that same vector: never a second embedding of the same text) an
 built from records, only *that* she looked something up and where — the content stays in the
 file (seed 002 §1a.3 "Auskunft"), and the provenance survives in the stored wording (§1a.4).
 
-What is never stored: the content of injected blocks ([DIREKTIVEN], [AUFZEICHNUNGEN], [REGELN])
-or Nova's restatement of them, and recalls of what was just shown in [GEDAECHTNIS] (an audit of
+What is never stored: the content of injected blocks ([REGELN] and every block another app
+contributes through ``conversation.context``: [DIREKTIVEN], [AUFZEICHNUNGEN], …) or Nova's
+restatement of them, and recalls of what was just shown in [GEDAECHTNIS] (an audit of
 a popular memory layer found most stored memories were restated system content and re-extracted
 recalls).
 """
@@ -19,23 +20,21 @@ from datetime import timedelta
 from typing import Any
 
 from django.conf import settings
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.db import transaction
 from django.db.models import F, Q
 from django.db.models.functions import Least
 from django.utils import timezone
 from pgvector.django import CosineDistance
 
+from conversation import context
 from conversation.models import Character, MemoryEntry, Session, Turn
 from conversation.pipeline.words import content_words, overlap
 
-# Blocks whose content must not become a memory (the person or Nova restating them).
-INJECTED_BLOCKS = ("DIREKTIVEN", "AUFZEICHNUNGEN", "REGELN")
 RESTATEMENT_SHARE = 0.6  # share of a candidate's content words found in one injected block
 RECALL_SHARE = 0.8  # share of a candidate's content words found in one recalled memory
 RECALL_SALIENCE_STEP = 0.1
 _FIRST_PERSON = re.compile(r"\b(ich|mein|meine|meinem|meinen|meiner|mir|mich|wir|unser)\b", re.I)
-_BLOCK_MARK = re.compile(r"\[(DIREKTIVEN|AUFZEICHNUNGEN|REGELN|GEDAECHTNIS)\]")
 
 
 # --- selectors ----------------------------------------------------------------------------------
@@ -43,7 +42,7 @@ _BLOCK_MARK = re.compile(r"\[(DIREKTIVEN|AUFZEICHNUNGEN|REGELN|GEDAECHTNIS)\]")
 
 def memory_search(
     *,
-    user: AbstractBaseUser,
+    user: User,
     character: Character,
     vector: list[float],
     exclude_turn_ids: list[int] | None = None,
@@ -99,12 +98,14 @@ class Extraction:
 
 
 def _restates_block(text: str, blocks: dict[str, str]) -> str | None:
-    if _BLOCK_MARK.search(text):
+    # Blocks whose content must not become a memory (the person or Nova restating them).
+    injected = context.injected_blocks()
+    if any(f"[{name}]" in text for name in (*injected, "GEDAECHTNIS")):
         return "blockmarke"
-    for name in INJECTED_BLOCKS:
+    for name in injected:
         body = blocks.get(name) or ""
         if body and overlap(text, body) >= RESTATEMENT_SHARE:
-            return f"wiederholt_{name.lower()}"
+            return f"wiederholt_{name.lower().replace(' ', '_')}"
     return None
 
 
@@ -177,7 +178,7 @@ def memory_extract(
 @transaction.atomic
 def memory_store(
     *,
-    user: AbstractBaseUser,
+    user: User,
     character: Character,
     session: Session,
     turn: Turn,
@@ -208,7 +209,7 @@ def memory_store(
 
 
 @transaction.atomic
-def memory_recall(*, user: AbstractBaseUser, character: Character, ids: list[int]) -> list[int]:
+def memory_recall(*, user: User, character: Character, ids: list[int]) -> list[int]:
     """Memories shown in [GEDAECHTNIS] gain salience; those reaching the threshold are promoted
     to long-term memory (no expiry). Returns the ids promoted now."""
     if not ids:
@@ -230,7 +231,7 @@ def memory_recall(*, user: AbstractBaseUser, character: Character, ids: list[int
     return promote
 
 
-def memory_expire(*, user: AbstractBaseUser, character: Character) -> int:
+def memory_expire(*, user: User, character: Character) -> int:
     """Delete the pair's expired short-term entries; returns how many."""
     deleted, _ = MemoryEntry.objects.filter(
         user=user, character=character, kind=MemoryEntry.Kind.SHORT, expires_at__lte=timezone.now()

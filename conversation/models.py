@@ -5,6 +5,16 @@ from django.db import models
 from django.utils import timezone
 from pgvector.django import HnswIndex, VectorField
 
+from conversation.vocabulary import (
+    QUESTION_KIND_LABELS,
+    QUESTION_STATUS_LABELS,
+    STATUS_LABELS,
+    QuestionKind,
+    QuestionStatus,
+    Status,
+    choices,
+)
+
 
 class Character(models.Model):
     """A character Nova can be; identity text goes into [IDENTITAET]."""
@@ -47,15 +57,6 @@ class Turn(models.Model):
         USER = "user", "Person"
         ASSISTANT = "assistant", "Nova"
 
-    class Status(models.TextChoices):
-        RUNNING = "laufend", "laufend"
-        DONE = "abgeschlossen", "abgeschlossen"
-        QUESTION = "rueckfrage", "Rückfrage"
-        DISMISSED = "dismissed", "verworfen"
-        REJECTED = "rejected", "abgewiesen"
-        REFUSED = "abgelehnt", "abgelehnt"
-        FAILED = "fehler", "Fehler"
-
     session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="turns")
     role = models.CharField(max_length=16, choices=Role.choices)
     text = models.TextField()
@@ -63,7 +64,7 @@ class Turn(models.Model):
     reply_to = models.ForeignKey(
         "self", null=True, blank=True, on_delete=models.CASCADE, related_name="replies"
     )
-    status = models.CharField(max_length=16, choices=Status.choices, blank=True)
+    status = models.CharField(max_length=16, choices=choices(Status, STATUS_LABELS), blank=True)
     step = models.CharField(max_length=64, blank=True)
     # Composer content and responder text are both kept: their deviation is measurable.
     composer_text = models.TextField(blank=True)
@@ -115,26 +116,22 @@ class PendingQuestion(models.Model):
     (the row is locked while an answer is read, so two racing answers cannot both execute).
     """
 
-    class Kind(models.TextChoices):
-        YES_NO = "yes_no", "Ja/Nein"
-        CHOICE = "choice", "Auswahl"
-
-    class Status(models.TextChoices):
-        OPEN = "offen", "offen"
-        EXECUTED = "ausgefuehrt", "ausgeführt"
-        DISMISSED = "dismissed", "verworfen"
-        EXPIRED = "abgelaufen", "abgelaufen"
-        REPLACED = "ersetzt", "ersetzt"
-        FAILED = "fehler", "Fehler"
-
     user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE)
     character = models.ForeignKey(Character, on_delete=models.CASCADE)
     session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="questions")
     agent = models.CharField(max_length=32)
-    kind = models.CharField(max_length=16, choices=Kind.choices, default=Kind.YES_NO)
+    kind = models.CharField(
+        max_length=16,
+        choices=choices(QuestionKind, QUESTION_KIND_LABELS),
+        default=QuestionKind.YES_NO,
+    )
     question = models.TextField()
     payload = models.JSONField(default=dict)
-    status = models.CharField(max_length=16, choices=Status.choices, default=Status.OPEN)
+    status = models.CharField(
+        max_length=16,
+        choices=choices(QuestionStatus, QUESTION_STATUS_LABELS),
+        default=QuestionStatus.OPEN,
+    )
     result = models.JSONField(default=dict, blank=True)
     asked_count = models.PositiveSmallIntegerField(default=1)
     created_at = models.DateTimeField(auto_now_add=True)

@@ -10,5 +10,9 @@ from django.urls import path
 from conversation import consumers
 
 websocket_urlpatterns = [
-    path("ws/sessions/<int:session_id>/", consumers.ChatConsumer.as_asgi()),
+    # channels' stubs type path() for Django views only; an ASGI app is what Channels routes.
+    path(
+        "ws/sessions/<int:session_id>/",
+        consumers.ChatConsumer.as_asgi(),  # type: ignore[arg-type]
+    ),
 ]

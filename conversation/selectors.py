@@ -2,21 +2,21 @@
 
 from __future__ import annotations
 
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.db.models import Prefetch, QuerySet
 
 from conversation.models import PipelineLog, Session, Turn
 
 
-def session_get(*, user: AbstractBaseUser, session_id: int) -> Session | None:
+def session_get(*, user: User, session_id: int) -> Session | None:
     return Session.objects.select_related("character").filter(pk=session_id, user=user).first()
 
 
-def session_list(*, user: AbstractBaseUser) -> QuerySet[Session]:
+def session_list(*, user: User) -> QuerySet[Session]:
     return Session.objects.filter(user=user).order_by("-updated_at")
 
 
-def turn_list(*, user: AbstractBaseUser, session: Session) -> QuerySet[Turn]:
+def turn_list(*, user: User, session: Session) -> QuerySet[Turn]:
     """The person's turns with Nova's reply text and the pipeline rows (two queries in all)."""
     return (
         Turn.objects.filter(session=session, session__user=user, role=Turn.Role.USER)
@@ -28,7 +28,7 @@ def turn_list(*, user: AbstractBaseUser, session: Session) -> QuerySet[Turn]:
     )
 
 
-def turn_get(*, user: AbstractBaseUser, turn_id: int) -> Turn | None:
+def turn_get(*, user: User, turn_id: int) -> Turn | None:
     """One of the person's own turns (role user) with its pipeline rows and Nova's reply."""
     return (
         Turn.objects.filter(pk=turn_id, session__user=user, role=Turn.Role.USER)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.db import transaction
 
 from conversation.models import Character, Session
@@ -19,9 +19,14 @@ def character_default() -> Character:
 
 
 @transaction.atomic
-def session_create(
-    *, user: AbstractBaseUser, character: Character | None = None, title: str = ""
-) -> Session:
+def session_create(*, user: User, character: Character | None = None, title: str = "") -> Session:
     return Session.objects.create(
         user=user, character=character or character_default(), title=title[:200]
     )
+
+
+@transaction.atomic
+def session_ensure(*, user: User) -> Session:
+    """The person's latest conversation, or her first one when she has none."""
+    latest = Session.objects.filter(user=user).order_by("-updated_at").first()
+    return latest or session_create(user=user)

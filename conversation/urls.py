@@ -6,7 +6,7 @@ from django.urls import path
 from conversation import views
 
 urlpatterns = [
-    path("login/", auth_views.LoginView.as_view(template_name="login.html"), name="login"),
+    path("login/", views.LoginView.as_view(), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("", views.chat, name="chat"),
     path("chat/<int:session_id>/", views.chat, name="chat-session"),

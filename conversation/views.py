@@ -4,37 +4,56 @@ from __future__ import annotations
 
 import json
 
+from django.contrib.auth import views as auth_views
 from django.contrib.auth.decorators import login_required
+from django.contrib.auth.forms import AuthenticationForm
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
-from django.views.decorators.http import require_POST
+from django.views.decorators.http import require_GET, require_POST
 
 from conversation import selectors, services
 from conversation.models import Turn
+from novaberg.auth import request_user
+
+
+class LoginView(auth_views.LoginView):
+    """Logging in opens the conversation: a person who has none gets her first one here, on
+    the POST, so that no page ever creates anything on a GET."""
+
+    template_name = "login.html"
+
+    def form_valid(self, form: AuthenticationForm) -> HttpResponse:
+        response = super().form_valid(form)
+        services.session_ensure(user=request_user(self.request))
+        return response
 
 
 @login_required
+@require_GET
 def chat(request: HttpRequest, session_id: int | None = None) -> HttpResponse:
+    user = request_user(request)
     if session_id is None:
-        latest = selectors.session_list(user=request.user).first()
-        session = latest or services.session_create(user=request.user)
-        return redirect("chat-session", session_id=session.pk)
-    session = selectors.session_get(user=request.user, session_id=session_id)
+        latest = selectors.session_list(user=user).first()
+        if latest is not None:
+            return redirect("chat-session", session_id=latest.pk)
+        # No conversation yet (a login through the admin): the page offers to start one.
+        return render(request, "chat.html", {"session": None, "sessions": [], "turns": []})
+    session = selectors.session_get(user=user, session_id=session_id)
     if session is None:
         raise Http404
     turns = list(session.turns.order_by("created_at", "id"))
-    for turn in turns:
-        # Read by chat.js from a data attribute (auto-escaped): the records under each reply.
-        turn.records_json = json.dumps(  # type: ignore[attr-defined]
-            [_record_view(r) for r in turn.records or []], ensure_ascii=False
-        )
+    # Read by chat.js from a data attribute (auto-escaped): the records under each reply.
+    records_json = {
+        turn.pk: json.dumps([_record_view(r) for r in turn.records or []], ensure_ascii=False)
+        for turn in turns
+    }
     return render(
         request,
         "chat.html",
         {
             "session": session,
-            "sessions": selectors.session_list(user=request.user)[:50],
-            "turns": turns,
+            "sessions": selectors.session_list(user=user)[:50],
+            "turns": [(turn, records_json[turn.pk]) for turn in turns],
         },
     )
 
@@ -47,13 +66,13 @@ def _record_view(record: dict[str, object]) -> dict[str, object]:
 @login_required
 @require_POST
 def chat_new(request: HttpRequest) -> HttpResponse:
-    session = services.session_create(user=request.user)
+    session = services.session_create(user=request_user(request))
     return redirect("chat-session", session_id=session.pk)
 
 
 @login_required
 def turn_inspector(request: HttpRequest, turn_id: int) -> HttpResponse:
-    turn = selectors.turn_get(user=request.user, turn_id=turn_id)
+    turn = selectors.turn_get(user=request_user(request), turn_id=turn_id)
     if turn is None:
         # Another person's turn and a missing one answer the same.
         raise Http404

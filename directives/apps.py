@@ -7,7 +7,7 @@ class DirectivesConfig(AppConfig):
 
     def ready(self) -> None:
         from conversation.agents import register_agent
-        from directives import tribunal
+        from directives import context, tribunal
         from directives.agent.agent import DirectivesAgent
         from directives.agent.classify import PURPOSE
         from directives.agent.offline import classify_offline
@@ -16,3 +16,4 @@ class DirectivesConfig(AppConfig):
         register_agent(DirectivesAgent())
         register_offline(PURPOSE, classify_offline)
         register_offline(tribunal.PURPOSE, tribunal.review_offline)
+        context.register()

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from django.conf import settings
+from django.contrib.auth.models import User
 
 from directives.selectors import block_rows
 
@@ -26,7 +25,7 @@ def render_block(rows: list[tuple[str, str]]) -> str:
     return "\n".join(lines)
 
 
-def directives_block(*, user: Any) -> str:
+def directives_block(*, user: User) -> str:
     """The [DIREKTIVEN] block of all active directives of ``user``; "" when there are none.
 
     Never truncated (seed 000 §1: a directive that is not loaded is not obeyed); when the block
@@ -36,7 +35,7 @@ def directives_block(*, user: Any) -> str:
     return render_block(block_rows(user=user))
 
 
-def budget_note(*, user: Any) -> str:
+def budget_note(*, user: User) -> str:
     """A German sentence for the person when the block is over its budget, else ""."""
     size = len(directives_block(user=user))
     budget = settings.DIRECTIVES_BLOCK_BUDGET_CHARS

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import re
-from typing import Any
 
+from django.contrib.auth.models import User
 from django.db.models import Q, QuerySet
 
 from directives.models import Directive, DirectiveStep
@@ -24,14 +24,14 @@ _WORD_RE = re.compile(r"[\wäöüß]+", re.IGNORECASE)
 _REGEL_SUFFIX_RE = re.compile(r"-?(regel|regeln|direktive|direktiven|verbot)$", re.IGNORECASE)
 
 
-def directive_list(*, user: Any, active: bool | None = None) -> QuerySet[Directive]:
+def directive_list(*, user: User, active: bool | None = None) -> QuerySet[Directive]:
     rows = Directive.objects.filter(user=user)
     if active is not None:
         rows = rows.filter(active=active)
     return rows.order_by("created_at", "id")
 
 
-def directive_get(*, user: Any, directive_id: int, active: bool | None = None) -> Directive | None:
+def directive_get(*, user: User, directive_id: int, active: bool | None = None) -> Directive | None:
     """The person's row, or None — a foreign and a missing row look the same (seed 000 §4.4)."""
     rows = Directive.objects.filter(user=user, pk=directive_id)
     if active is not None:
@@ -39,7 +39,7 @@ def directive_get(*, user: Any, directive_id: int, active: bool | None = None) -
     return rows.first()
 
 
-def inactive_restorable(*, user: Any, limit: int = 20) -> list[Directive]:
+def inactive_restorable(*, user: User, limit: int = 20) -> list[Directive]:
     """Inactive rows that were deleted (not replaced by an update): candidates to reactivate."""
     return list(
         Directive.objects.filter(user=user, active=False, replaced_by__isnull=True).order_by(
@@ -69,7 +69,7 @@ def search_terms(text: str) -> list[str]:
     return terms
 
 
-def directive_search(*, user: Any, description: str, active: bool) -> list[Directive]:
+def directive_search(*, user: User, description: str, active: bool) -> list[Directive]:
     """Rows of the person whose text (or context) contains the most description terms (ILIKE)."""
     terms = search_terms(description)
     if not terms:
@@ -90,7 +90,7 @@ def directive_search(*, user: Any, description: str, active: bool) -> list[Direc
     return [row for score, row in scored if score == best]
 
 
-def block_rows(*, user: Any) -> list[tuple[str, str]]:
+def block_rows(*, user: User) -> list[tuple[str, str]]:
     """All active directives of the person, oldest first (seed 000 §8.2): one query."""
     return list(
         Directive.objects.filter(user=user, active=True)
@@ -99,17 +99,7 @@ def block_rows(*, user: Any) -> list[tuple[str, str]]:
     )
 
 
-def last_change(*, user: Any) -> DirectiveStep | None:
-    """The person's most recent verified write (chat or API): what an undo reverts."""
-    return (
-        DirectiveStep.objects.filter(user=user, step=DirectiveStep.Step.VERIFIED)
-        .exclude(action="undo")
-        .order_by("-created_at", "-id")
-        .first()
-    )
-
-
-def directive_chain(*, user: Any, directive_id: int) -> list[Directive] | None:
+def directive_chain(*, user: User, directive_id: int) -> list[Directive] | None:
     """The whole update chain the row belongs to, oldest first; None if not the person's."""
     row = directive_get(user=user, directive_id=directive_id)
     if row is None:
@@ -131,7 +121,7 @@ def directive_chain(*, user: Any, directive_id: int) -> list[Directive] | None:
     return chain
 
 
-def steps_for(*, user: Any, directive_ids: list[int]) -> QuerySet[DirectiveStep]:
+def steps_for(*, user: User, directive_ids: list[int]) -> QuerySet[DirectiveStep]:
     return DirectiveStep.objects.filter(user=user, directive_id__in=directive_ids).order_by(
         "created_at", "id"
     )

@@ -13,6 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from django.contrib.auth.models import User
 from django.db import transaction
 from django.utils import timezone
 
@@ -46,7 +47,7 @@ def new_request_id() -> str:
 
 def step_record(
     *,
-    user: Any,
+    user: User,
     request_id: str,
     step: str,
     action: str = "",
@@ -87,7 +88,7 @@ def clean_text(text: str) -> str:
 
 def _run_write(
     *,
-    user: Any,
+    user: User,
     action: str,
     source: str,
     request_id: str | None,
@@ -105,7 +106,11 @@ def _run_write(
             return WriteOutcome(
                 True,
                 "schon_ausgefuehrt",
-                directive=Directive.objects.filter(user=user, pk=done.directive_id).first(),
+                directive=(
+                    Directive.objects.filter(user=user, pk=done.directive_id).first()
+                    if done.directive_id is not None
+                    else None
+                ),
             )
     try:
         with transaction.atomic():
@@ -129,7 +134,7 @@ def _run_write(
 
 def _record_pair(
     *,
-    user: Any,
+    user: User,
     request_id: str,
     action: str,
     source: str,
@@ -154,7 +159,7 @@ def _record_pair(
 
 def _verified(
     *,
-    user: Any,
+    user: User,
     request_id: str,
     action: str,
     source: str,
@@ -190,7 +195,7 @@ def _verified(
     return row
 
 
-def _set_active(*, user: Any, directive_id: int, active: bool) -> dict[str, Any]:
+def _set_active(*, user: User, directive_id: int, active: bool) -> dict[str, Any]:
     """The one UPDATE path: flips ``active`` of exactly one row of the person."""
     row = (
         Directive.objects.select_for_update()
@@ -213,7 +218,7 @@ def _set_active(*, user: Any, directive_id: int, active: bool) -> dict[str, Any]
 @transaction.atomic
 def directive_create(
     *,
-    user: Any,
+    user: User,
     text: str,
     context: str = "",
     source: str = "chat",
@@ -258,7 +263,7 @@ def directive_create(
 @transaction.atomic
 def directive_update(
     *,
-    user: Any,
+    user: User,
     directive_id: int,
     text: str,
     context: str | None = None,
@@ -314,7 +319,7 @@ def directive_update(
 
 def _flip(
     *,
-    user: Any,
+    user: User,
     directive_id: int,
     active: bool,
     action: str,
@@ -361,7 +366,7 @@ def _flip(
 @transaction.atomic
 def directive_deactivate(
     *,
-    user: Any,
+    user: User,
     directive_id: int,
     source: str = "chat",
     request_id: str | None = None,
@@ -381,7 +386,7 @@ def directive_deactivate(
 @transaction.atomic
 def directive_reactivate(
     *,
-    user: Any,
+    user: User,
     directive_id: int,
     source: str = "chat",
     request_id: str | None = None,
@@ -401,7 +406,7 @@ def directive_reactivate(
 @transaction.atomic
 def directive_undo(
     *,
-    user: Any,
+    user: User,
     deactivate: list[int],
     activate: list[int],
     source: str = "chat",

@@ -14,12 +14,18 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from django.contrib.auth.models import User
+
+from conversation.vocabulary import CheckOutcome
 from directives.selectors import block_rows
 from novaberg.llm import get_gateway
 
 logger = logging.getLogger(__name__)
 
 PURPOSE = "directives.tribunal"
+# Outcomes of this check beside the shared CheckOutcome words.
+NO_DIRECTIVES = "keine_direktiven"
+ETHICS_FIRST = "ethik_vorrang"
 
 PROMPT = """Der Nutzer hat folgende Direktiven (Verhaltensvertrag) erteilt:
 {directives}
@@ -35,7 +41,8 @@ Antworte NUR mit einem JSON-Objekt:
 
 @dataclass(frozen=True)
 class TribunalResult:
-    outcome: str  # "keine_direktiven" | "ok" | "verstoss" | "ethik_vorrang" | "fehler"
+    # CheckOutcome (ok, verstoss, fehler) or one of this check's own: NO_DIRECTIVES, ETHICS_FIRST.
+    outcome: str
     violations: list[str] = field(default_factory=list)
     details: dict[str, Any] = field(default_factory=dict)
 
@@ -124,7 +131,7 @@ def review_offline(messages: list[dict[str, str]], hints: dict[str, Any]) -> str
 
 def _fail(step: str, reason: str, **details: Any) -> TribunalResult:
     logger.warning("tribunal %s: %s", step, reason)
-    return TribunalResult("fehler", details={"step": step, "reason": reason, **details})
+    return TribunalResult(CheckOutcome.FAILED, details={"step": step, "reason": reason, **details})
 
 
 def read_verdict(text: str) -> TribunalResult:
@@ -162,18 +169,18 @@ def read_verdict(text: str) -> TribunalResult:
     if verstoss and not violations:
         violations = ["(ohne Angabe der Direktive)"]
     if not verstoss:
-        return TribunalResult("ok", [], details)
+        return TribunalResult(CheckOutcome.OK, [], details)
     if ethics:
         # seed 000 §8.3: ethics/psyche/law win; the directive is commented, not enforced.
-        return TribunalResult("ethik_vorrang", violations, details)
-    return TribunalResult("verstoss", violations, details)
+        return TribunalResult(ETHICS_FIRST, violations, details)
+    return TribunalResult(CheckOutcome.VIOLATION, violations, details)
 
 
-def review(*, user: Any, reply: str) -> TribunalResult:
+def review(*, user: User, reply: str) -> TribunalResult:
     """Check ``reply`` against all active directives of ``user`` (seed 000 §8.3)."""
     directives = [text for text, _context in block_rows(user=user)]
     if not directives:
-        return TribunalResult("keine_direktiven")
+        return TribunalResult(NO_DIRECTIVES)
     listed = "\n".join(f"- {d}" for d in directives)
     messages = [
         {"role": "system", "content": PROMPT.format(directives=listed)},

@@ -6,33 +6,66 @@ from __future__ import annotations
 from typing import Any
 
 from django.http import Http404
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.utils import extend_schema, extend_schema_field
 from rest_framework import serializers, status
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from conversation.services import character_default
+from conversation.vocabulary import Status
 from files import selectors, services
 from files.models import FileRoot
+from novaberg.api_errors import ErrorSerializer
+from novaberg.auth import request_user
 
 
-def root_json(root: FileRoot) -> dict[str, Any]:
-    progress = root.progress or {}
-    counts = root.last_counts or {}
-    return {
-        "id": root.pk,
-        "path": root.path,
-        "eigentum": root.eigentum,
-        "state": root.state,
-        "file_count_at_release": root.file_count_at_release,
-        "dry_run": root.dry_run,
-        "progress": {
+class ProgressSerializer(serializers.Serializer[dict[str, Any]]):
+    done = serializers.IntegerField()
+    total = serializers.IntegerField()
+    running = serializers.BooleanField()
+
+
+class CountsSerializer(serializers.Serializer[dict[str, Any]]):
+    """Counts of the root's last watcher run."""
+
+    new = serializers.IntegerField()
+    changed = serializers.IntegerField()
+    unchanged = serializers.IntegerField()
+    gone = serializers.IntegerField()
+    skipped = serializers.DictField(child=serializers.IntegerField(), help_text="{reason: n}")
+    errors = serializers.IntegerField()  # type: ignore[assignment]  # a field, not .errors
+    error_steps = serializers.DictField(child=serializers.IntegerField(), help_text="{step: n}")
+    notes = serializers.DictField(child=serializers.IntegerField(), help_text="{note: n}")
+    root_missing = serializers.BooleanField()
+
+
+class RootSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    path = serializers.CharField()
+    eigentum = serializers.ChoiceField(choices=FileRoot.Eigentum.choices)
+    state = serializers.ChoiceField(choices=FileRoot.State.choices)
+    file_count_at_release = serializers.IntegerField()
+    dry_run = serializers.JSONField(help_text="files, skipped {reason: n}, total_bytes")
+    progress = serializers.SerializerMethodField()
+    counts = serializers.SerializerMethodField()
+    last_error = serializers.CharField(allow_blank=True)
+    last_run_finished_at = serializers.DateTimeField(allow_null=True)
+    created_at = serializers.DateTimeField()
+
+    @extend_schema_field(ProgressSerializer)
+    def get_progress(self, root: FileRoot) -> dict[str, Any]:
+        progress = root.progress or {}
+        return {
             "done": int(progress.get("done", 0)),
             "total": int(progress.get("total", 0)),
             "running": bool(progress.get("running", False)),
-        },
-        "counts": {
+        }
+
+    @extend_schema_field(CountsSerializer)
+    def get_counts(self, root: FileRoot) -> dict[str, Any]:
+        counts = root.last_counts or {}
+        return {
             "new": counts.get("new", 0),
             "changed": counts.get("changed", 0),
             "unchanged": counts.get("unchanged", 0),
@@ -42,37 +75,77 @@ def root_json(root: FileRoot) -> dict[str, Any]:
             "error_steps": counts.get("error_steps", {}),
             "notes": counts.get("notes", {}),
             "root_missing": bool(counts.get("root_missing", False)),
-        },
-        "last_error": root.last_error,
-        "last_run_finished_at": root.last_run_finished_at,
-        "created_at": root.created_at,
-    }
+        }
+
+
+class RootReleaseSerializer(serializers.Serializer[dict[str, Any]]):
+    path = serializers.CharField(allow_blank=True, trim_whitespace=False)
+    eigentum = serializers.ChoiceField(choices=FileRoot.Eigentum.choices)
+    include_globs = serializers.ListField(child=serializers.CharField(), required=False)
+    exclude_globs = serializers.ListField(child=serializers.CharField(), required=False)
+
+
+class ReleasePreviewSerializer(serializers.Serializer[dict[str, Any]]):
+    """The answer to a release: what the dry run found; the root waits for its confirm."""
+
+    id = serializers.IntegerField()
+    resolved_path = serializers.CharField()
+    file_count = serializers.IntegerField()
+    total_bytes = serializers.IntegerField()
+    skipped = serializers.DictField(child=serializers.IntegerField(), help_text="{reason: n}")
+    eigentum = serializers.ChoiceField(choices=FileRoot.Eigentum.choices)
+    status = serializers.ChoiceField(choices=[Status.QUESTION.value])
+
+
+class RootStateSerializer(serializers.Serializer[FileRoot]):
+    id = serializers.IntegerField()
+    state = serializers.ChoiceField(choices=FileRoot.State.choices)
+
+
+class RootIndexSerializer(serializers.Serializer[dict[str, Any]]):
+    id = serializers.IntegerField()
+    status = serializers.ChoiceField(choices=[Status.RUNNING.value])
+
+
+class RootActionSerializer(serializers.Serializer[dict[str, Any]]):
+    confirm = serializers.BooleanField(required=False, default=False)
+
+
+class RootActionAnswerSerializer(serializers.Serializer[dict[str, Any]]):
+    """Without ``confirm: true`` the answer is the question (``status: rueckfrage``); with it,
+    the root's new state (``vergessen``: gone, with the index rows deleted)."""
+
+    id = serializers.IntegerField()
+    # A plain string here: an enum of the one word would collide with the release's in the
+    # schema's enum names.
+    status = serializers.CharField(required=False, help_text='"rueckfrage": this is the question')
+    question = serializers.CharField(required=False)
+    state = serializers.CharField(required=False)
+    entries_deleted = serializers.IntegerField(required=False)
 
 
 def _root_or_404(request: Request, root_id: int) -> FileRoot:
-    root = selectors.root_get(user=request.user, root_id=root_id)
+    root = selectors.root_get(user=request_user(request), root_id=root_id)
     if root is None:
         raise Http404
     return root
 
 
 class RootListCreateApi(APIView):
-    class RootReleaseSerializer(serializers.Serializer):
-        path = serializers.CharField(allow_blank=True, trim_whitespace=False)
-        eigentum = serializers.ChoiceField(choices=FileRoot.Eigentum.choices)
-        include_globs = serializers.ListField(child=serializers.CharField(), required=False)
-        exclude_globs = serializers.ListField(child=serializers.CharField(), required=False)
-
-    @extend_schema(operation_id="roots_list", responses={200: dict})
+    @extend_schema(operation_id="roots_list", responses={200: RootSerializer(many=True)})
     def get(self, request: Request) -> Response:
-        return Response([root_json(r) for r in selectors.root_list(user=request.user)])
+        roots = selectors.root_list(user=request_user(request))
+        return Response(RootSerializer(roots, many=True).data)
 
-    @extend_schema(request=RootReleaseSerializer, responses={201: dict, 400: dict, 403: dict})
+    @extend_schema(
+        request=RootReleaseSerializer,
+        responses={201: ReleasePreviewSerializer, 400: ErrorSerializer, 403: ErrorSerializer},
+    )
     def post(self, request: Request) -> Response:
-        data = self.RootReleaseSerializer(data=request.data)
+        data = RootReleaseSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         preview, root = services.root_request(
-            user=request.user,
+            user=request_user(request),
             character=character_default(),
             raw_path=data.validated_data["path"],
             eigentum=data.validated_data["eigentum"],
@@ -81,71 +154,74 @@ class RootListCreateApi(APIView):
         )
         if root is None:
             raise preview.refusal()
-        return Response(
-            {
-                "id": root.pk,
-                "resolved_path": preview.resolved_path,
-                "file_count": preview.dry_run.get("files", 0),
-                "total_bytes": preview.dry_run.get("total_bytes", 0),
-                "skipped": preview.dry_run.get("skipped", {}),
-                "eigentum": root.eigentum,
-                "status": "rueckfrage",
-            },
-            status=status.HTTP_201_CREATED,
-        )
+        answer = {
+            "id": root.pk,
+            "resolved_path": preview.resolved_path,
+            "file_count": preview.dry_run.get("files", 0),
+            "total_bytes": preview.dry_run.get("total_bytes", 0),
+            "skipped": preview.dry_run.get("skipped", {}),
+            "eigentum": root.eigentum,
+            "status": Status.QUESTION.value,
+        }
+        return Response(ReleasePreviewSerializer(answer).data, status=status.HTTP_201_CREATED)
 
 
 class RootDetailApi(APIView):
-    @extend_schema(responses={200: dict})
+    @extend_schema(responses={200: RootSerializer})
     def get(self, request: Request, root_id: int) -> Response:
-        return Response(root_json(_root_or_404(request, root_id)))
+        return Response(RootSerializer(_root_or_404(request, root_id)).data)
 
 
 class RootConfirmApi(APIView):
-    @extend_schema(request=None, responses={200: dict})
+    @extend_schema(request=None, responses={200: RootStateSerializer, 403: ErrorSerializer})
     def post(self, request: Request, root_id: int) -> Response:
         _root_or_404(request, root_id)
-        root = services.root_confirm(user=request.user, root_id=root_id)
-        return Response({"id": root.pk, "state": root.state})
+        root = services.root_confirm(user=request_user(request), root_id=root_id)
+        return Response(RootStateSerializer(root).data)
 
 
 class RootIndexApi(APIView):
-    @extend_schema(request=None, responses={202: dict})
+    @extend_schema(request=None, responses={202: RootIndexSerializer, 409: ErrorSerializer})
     def post(self, request: Request, root_id: int) -> Response:
         _root_or_404(request, root_id)
-        root = services.root_index_enqueue(user=request.user, root_id=root_id)
-        return Response({"id": root.pk, "status": "laufend"}, status=status.HTTP_202_ACCEPTED)
+        root = services.root_index_enqueue(user=request_user(request), root_id=root_id)
+        answer = {"id": root.pk, "status": Status.RUNNING.value}
+        return Response(RootIndexSerializer(answer).data, status=status.HTTP_202_ACCEPTED)
 
 
 class _ConfirmedActionApi(APIView):
     """Suspend / reactivate / forget: the request body must carry ``{"confirm": true}`` (the
     API's explicit consent); without it the answer is the question, and nothing is written."""
 
-    class RootActionSerializer(serializers.Serializer):
-        confirm = serializers.BooleanField(required=False, default=False)
-
     question = ""
 
     def act(self, request: Request, root_id: int) -> dict[str, Any]:
         raise NotImplementedError
 
-    @extend_schema(request=RootActionSerializer, responses={200: dict})
+    @extend_schema(
+        request=RootActionSerializer,
+        responses={200: RootActionAnswerSerializer, 403: ErrorSerializer},
+    )
     def post(self, request: Request, root_id: int) -> Response:
         root = _root_or_404(request, root_id)
-        data = self.RootActionSerializer(data=request.data)
+        data = RootActionSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         if not data.validated_data["confirm"]:
-            return Response(
-                {"id": root.pk, "status": "rueckfrage", "question": self.question % root.path}
-            )
-        return Response(self.act(request, root_id))
+            answer = {
+                "id": root.pk,
+                "status": Status.QUESTION.value,
+                "question": self.question % root.path,
+            }
+        else:
+            answer = self.act(request, root_id)
+        return Response(RootActionAnswerSerializer(answer).data)
 
 
 class RootSuspendApi(_ConfirmedActionApi):
     question = "Soll ich %s stilllegen? Die Indexzeilen bleiben, werden aber nicht durchsucht."
 
     def act(self, request: Request, root_id: int) -> dict[str, Any]:
-        root = services.root_suspend(user=request.user, root_id=root_id)
+        root = services.root_suspend(user=request_user(request), root_id=root_id)
         return {"id": root.pk, "state": root.state}
 
 
@@ -153,7 +229,7 @@ class RootReactivateApi(_ConfirmedActionApi):
     question = "Soll ich %s wieder aufnehmen?"
 
     def act(self, request: Request, root_id: int) -> dict[str, Any]:
-        root = services.root_reactivate(user=request.user, root_id=root_id)
+        root = services.root_reactivate(user=request_user(request), root_id=root_id)
         return {"id": root.pk, "state": root.state}
 
 
@@ -164,5 +240,5 @@ class RootForgetApi(_ConfirmedActionApi):
     )
 
     def act(self, request: Request, root_id: int) -> dict[str, Any]:
-        report = services.root_forget(user=request.user, root_id=root_id)
+        report = services.root_forget(user=request_user(request), root_id=root_id)
         return {"id": root_id, "state": "vergessen", "entries_deleted": report.entries}

@@ -1,4 +1,4 @@
-"""Read-only REST for the file index: hybrid search and the line viewer (issue 5).
+"""Read-only REST for the file index: hybrid search and the line viewer.
 
 GET /api/search/?q=…                         {results: [{path, lines, citation, channel,
                                                strength, archived}]}
@@ -9,59 +9,58 @@ GET /api/roots/{id}/file/?path=…&lines=a-b   {path, lines, text}; 404 outside 
 from __future__ import annotations
 
 import re
+from typing import Any
 
 from django.conf import settings
-from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
+from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from conversation.services import character_default
 from files import reading
 from files.retrieval import records_from_hits
 from files.search import hybrid_search
-from novaberg.api_errors import ApplicationError
+from novaberg.api_errors import ApplicationError, ErrorSerializer, NotFoundError
+from novaberg.auth import request_user
 
 API_SEARCH_LIMIT = 10
-
-
-def _character() -> object:
-    from conversation.services import character_default
-
-    return character_default()
-
-
-SEARCH_RESULT = inline_serializer(
-    "SearchResults",
-    {
-        "results": serializers.ListField(
-            child=inline_serializer(
-                "SearchHit",
-                {
-                    "path": serializers.CharField(),
-                    "lines": serializers.CharField(),
-                    "citation": serializers.CharField(),
-                    "channel": serializers.CharField(),
-                    "strength": serializers.CharField(),
-                    "archived": serializers.BooleanField(),
-                },
-            )
-        )
-    },
+# Steps of a read that mean "not there for this person": they answer 404 like a missing root.
+NOT_FOUND_STEPS = frozenset(
+    {"wurzel_unbekannt", "ausserhalb", "verborgen", "fort", "pfad_unlesbar"}
 )
-FILE_LINES = inline_serializer(
-    "FileLines",
-    {
-        "path": serializers.CharField(),
-        "lines": serializers.CharField(),
-        "text": serializers.CharField(),
-    },
-)
+
+
+class SearchHitSerializer(serializers.Serializer):
+    root_id = serializers.IntegerField()
+    path = serializers.CharField()
+    lines = serializers.CharField()
+    citation = serializers.CharField()
+    channel = serializers.CharField()
+    strength = serializers.CharField()
+    archived = serializers.BooleanField()
+
+
+class SearchResultsSerializer(serializers.Serializer[dict[str, Any]]):
+    results = SearchHitSerializer(many=True)
+
+
+class FileLinesSerializer(serializers.Serializer[reading.ReadResult]):
+    path = serializers.CharField()
+    lines = serializers.SerializerMethodField()
+    text = serializers.CharField()
+    cut = serializers.BooleanField(help_text="the range was cut at the read limit")
+    changed = serializers.BooleanField(help_text="the file changed since it was indexed")
+
+    def get_lines(self, result: reading.ReadResult) -> str:
+        return f"{result.line_start}-{result.line_end}"
 
 
 class SearchApi(APIView):
     @extend_schema(
-        parameters=[OpenApiParameter("q", str, required=True)], responses={200: SEARCH_RESULT}
+        parameters=[OpenApiParameter("q", str, required=True)],
+        responses={200: SearchResultsSerializer, 400: ErrorSerializer},
     )
     def get(self, request: Request) -> Response:
         query = (request.query_params.get("q") or "").strip()
@@ -78,34 +77,23 @@ class SearchApi(APIView):
             vector: list[float] | None = embed_one(query)
         except EmbeddingError:
             vector = None  # the lexical channel still answers
-        character = _character()
+        user = request_user(request)
+        character = character_default()
         outcome = hybrid_search(
-            user=request.user,
+            user=user,
             character=character,
             query_vector=vector,
             text=query,
             limit=API_SEARCH_LIMIT,
         )
         records = records_from_hits(
-            user=request.user,
+            user=user,
             character=character,
             hits=outcome.hits,
             query_vector=vector,
             stems=outcome.query_lexemes,
         )
-        results = [
-            {
-                "root_id": r["root_id"],
-                "path": r["path"],
-                "lines": r["lines"],
-                "citation": r["citation"],
-                "channel": r["channel"],
-                "strength": r["strength"],
-                "archived": r["archived"],
-            }
-            for r in records
-        ]
-        return Response({"results": results})
+        return Response(SearchResultsSerializer({"results": records}).data)
 
 
 _LINES = re.compile(r"^\s*(\d+)\s*-\s*(\d+)\s*$")
@@ -117,7 +105,7 @@ class FileLinesApi(APIView):
             OpenApiParameter("path", str, required=True),
             OpenApiParameter("lines", str, required=False, description="a-b"),
         ],
-        responses={200: FILE_LINES},
+        responses={200: FileLinesSerializer, 400: ErrorSerializer, 404: ErrorSerializer},
     )
     def get(self, request: Request, root_id: int) -> Response:
         path = request.query_params.get("path") or ""
@@ -131,30 +119,14 @@ class FileLinesApi(APIView):
                 )
             start, end = int(match.group(1)), int(match.group(2))
         result = reading.zeilen_lesen(
-            user=request.user,
-            character=_character(),
+            user=request_user(request),
+            character=character_default(),
             path=path,
             start=start,
             end=end,
             root_id=root_id,
         )
         if not result.ok:
-            not_found = result.step in {
-                "wurzel_unbekannt",
-                "ausserhalb",
-                "verborgen",
-                "fort",
-                "pfad_unlesbar",
-            }
-            raise ApplicationError(
-                result.message, step=result.step, http_status=404 if not_found else 400
-            )
-        return Response(
-            {
-                "path": result.path,
-                "lines": f"{result.line_start}-{result.line_end}",
-                "text": result.text,
-                "cut": result.cut,
-                "changed": result.changed,
-            }
-        )
+            error = NotFoundError if result.step in NOT_FOUND_STEPS else ApplicationError
+            raise error(result.message, step=result.step)
+        return Response(FileLinesSerializer(result).data)

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from django.urls import URLPattern, URLResolver, path
 
-from files import api
+from files import api, api_read
 
 urlpatterns: list[URLPattern | URLResolver] = [
     path("roots/", api.RootListCreateApi.as_view(), name="api-roots"),
@@ -16,14 +16,7 @@ urlpatterns: list[URLPattern | URLResolver] = [
         name="api-root-reactivate",
     ),
     path("roots/<int:root_id>/forget/", api.RootForgetApi.as_view(), name="api-root-forget"),
-]
-
-# --- Files II (issue 5): read-only search and line viewer (appended) ---
-from django.urls import path as _path  # noqa: E402
-
-from files import api_read  # noqa: E402
-
-urlpatterns += [
-    _path("search/", api_read.SearchApi.as_view(), name="api-files-search"),
-    _path("roots/<int:root_id>/file/", api_read.FileLinesApi.as_view(), name="api-root-file"),
+    # Read-only: hybrid search and the line viewer.
+    path("search/", api_read.SearchApi.as_view(), name="api-files-search"),
+    path("roots/<int:root_id>/file/", api_read.FileLinesApi.as_view(), name="api-root-file"),
 ]

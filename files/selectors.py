@@ -4,17 +4,27 @@ there is no helper that loads a FileRoot by id alone."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.db.models import Count, Q, QuerySet
 
 from conversation.models import Character
 from files.boundary import resolve_path
 from files.models import FileRoot, IndexEntry
 
+if TYPE_CHECKING:
+    from django_stubs_ext import WithAnnotations
 
-def root_list(*, user: AbstractBaseUser, character: Character | None = None) -> QuerySet[FileRoot]:
+
+class RootCounts(TypedDict):
+    present_count: int
+    gone_count: int
+
+
+def root_list(
+    *, user: User, character: Character | None = None
+) -> QuerySet[WithAnnotations[FileRoot, RootCounts]]:
     roots = FileRoot.objects.filter(user=user)
     if character is not None:
         roots = roots.filter(character=character)
@@ -24,12 +34,12 @@ def root_list(*, user: AbstractBaseUser, character: Character | None = None) -> 
     ).order_by("created_at", "id")
 
 
-def root_get(*, user: AbstractBaseUser, root_id: int) -> FileRoot | None:
+def root_get(*, user: User, root_id: int) -> FileRoot | None:
     """The person's root, or None (another person's root and a missing one look the same)."""
     return FileRoot.objects.filter(user=user, pk=root_id).first()
 
 
-def root_find(*, user: AbstractBaseUser, character: Character, raw_path: str) -> FileRoot | None:
+def root_find(*, user: User, character: Character, raw_path: str) -> FileRoot | None:
     """The root a chat order names: by resolved path, else by a unique folder name."""
     roots = list(FileRoot.objects.filter(user=user, character=character))
     resolved = str(resolve_path(raw_path)) if raw_path.strip() else ""
@@ -51,7 +61,7 @@ def root_entry_counts(*, root: FileRoot) -> dict[str, Any]:
     }
 
 
-def searchable_entries(*, user: AbstractBaseUser, character: Character) -> QuerySet[IndexEntry]:
+def searchable_entries(*, user: User, character: Character) -> QuerySet[IndexEntry]:
     """Rows that may be searched for the pair: present files of *active* roots only.
 
     A suspended root is "no longer watched": its rows stay but are not searched. A ``fort``

@@ -8,6 +8,7 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 
 from files import selectors
+from novaberg.auth import request_user
 
 
 @login_required
@@ -16,7 +17,7 @@ def roots_page(request: HttpRequest) -> HttpResponse:
         request,
         "files/roots.html",
         {
-            "roots": selectors.root_list(user=request.user),
+            "roots": selectors.root_list(user=request_user(request)),
             "boundary": settings.FILES_BOUNDARY,
         },
     )

@@ -1,30 +1,107 @@
-"""One ApplicationError, mapped to API responses in one exception handler (HackSoft style)."""
+"""One ApplicationError family, mapped to API responses in one exception handler (HackSoft style).
+
+Services raise these domain errors and know nothing of HTTP; ``exception_handler`` alone decides
+the HTTP status, from the error's class. The answer body is always
+``{"status": "fehler" | "abgelehnt", "step": <named step>, "reason": <German sentence>}``.
+"""
 
 from __future__ import annotations
 
+from enum import StrEnum
 from typing import Any
 
+from rest_framework import serializers
+from rest_framework import status as http
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
 
 
+class ErrorStatus(StrEnum):
+    """The ``status`` word of an error answer (DESIGN.md "Interfaces": a release outside the
+    boundary answers ``{status: "abgelehnt", reason}``)."""
+
+    FAILED = "fehler"
+    # Turned down by a rule (the boundary, an existing release), not by a fault.
+    REFUSED = "abgelehnt"
+
+
 class ApplicationError(Exception):
-    """A named failure the person should read: ``message`` is German, ``step`` is the name."""
+    """A named failure the person should read: ``message`` is German, ``step`` is the name.
+
+    Raised as it is, it is bad input (400)."""
+
+    status: ErrorStatus = ErrorStatus.FAILED
 
     def __init__(
-        self, message: str, *, step: str, status: str = "fehler", http_status: int = 400
+        self,
+        message: str,
+        *,
+        step: str,
+        status: str | None = None,
+        http_status: int | None = None,
     ) -> None:
         super().__init__(message)
         self.message = message
         self.step = step
-        self.status = status
+        if status is not None:
+            self.status = ErrorStatus(status)
+        # TODO: compatibility for files/services.py, which still passes HTTP codes; once it
+        # raises NotFoundError / ConflictError / RefusedError / ForbiddenError, drop this.
         self.http_status = http_status
+
+
+class NotFoundError(ApplicationError):
+    """The object is missing or another person's (both answer the same)."""
+
+
+class ConflictError(ApplicationError):
+    """The object is in a state that does not allow the action (an inactive root indexed)."""
+
+
+class RefusedError(ApplicationError):
+    """A rule turned the request down (already released, suspended, …)."""
+
+    status = ErrorStatus.REFUSED
+
+
+class ForbiddenError(RefusedError):
+    """A rule of access turned it down: the path lies outside the person's boundary."""
+
+
+class BusyError(ApplicationError):
+    """Nothing is wrong with the request, but there is no room to run it now."""
+
+
+# The one place where a domain error becomes an HTTP status; the first class in the error's
+# MRO that is listed wins.
+HTTP_STATUS: dict[type[ApplicationError], int] = {
+    NotFoundError: http.HTTP_404_NOT_FOUND,
+    ConflictError: http.HTTP_409_CONFLICT,
+    ForbiddenError: http.HTTP_403_FORBIDDEN,
+    BusyError: http.HTTP_503_SERVICE_UNAVAILABLE,
+    RefusedError: http.HTTP_400_BAD_REQUEST,
+    ApplicationError: http.HTTP_400_BAD_REQUEST,
+}
+
+
+class ErrorSerializer(serializers.Serializer[ApplicationError]):
+    """The body of every ApplicationError answer, for the OpenAPI schema."""
+
+    status = serializers.ChoiceField(choices=[s.value for s in ErrorStatus])
+    step = serializers.CharField()
+    reason = serializers.CharField(source="message")
+
+
+def http_status_of(exc: ApplicationError) -> int:
+    if exc.http_status is not None:
+        return exc.http_status
+    for cls in type(exc).__mro__:
+        if cls in HTTP_STATUS:
+            return HTTP_STATUS[cls]
+    return http.HTTP_400_BAD_REQUEST
 
 
 def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
     if isinstance(exc, ApplicationError):
-        return Response(
-            {"status": exc.status, "step": exc.step, "reason": exc.message},
-            status=exc.http_status,
-        )
+        return Response(ErrorSerializer(exc).data, status=http_status_of(exc))
     return drf_exception_handler(exc, context)

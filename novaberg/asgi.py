@@ -21,7 +21,8 @@ application = ProtocolTypeRouter(
         # Static files (chat.js, CSS) are served by the app itself: daphne has no file server.
         "http": ASGIStaticFilesHandler(django_asgi_app),
         "websocket": AllowedHostsOriginValidator(
-            AuthMiddlewareStack(URLRouter(websocket_urlpatterns))
+            # channels' stubs ask for their private URL pattern type; path() gives URLPattern.
+            AuthMiddlewareStack(URLRouter(websocket_urlpatterns))  # type: ignore[arg-type]
         ),
     }
 )

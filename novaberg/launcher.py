@@ -245,7 +245,8 @@ def _install_stop_signals() -> None:
 def _check_alive(procs: list[subprocess.Popen[bytes]]) -> None:
     for proc in procs:
         if proc.poll() is not None:
-            fail(f"Prozess {' '.join(map(str, proc.args[1:3]))} endete mit {proc.returncode}")
+            args = proc.args if isinstance(proc.args, list) else [proc.args]
+            fail(f"Prozess {' '.join(map(str, args[1:3]))} endete mit {proc.returncode}")
 
 
 def _wait_ready(url: str, procs: list[subprocess.Popen[bytes]]) -> str:
@@ -408,6 +409,10 @@ def test(pytest_args: list[str]) -> None:
         result = subprocess.run([*ruff, *args], cwd=BASE_DIR, check=False)
         if result.returncode != 0:
             fail(f"ruff {' '.join(args)} meldet Fehler (siehe oben)", code=result.returncode)
+    # Type check after ruff (configuration: [tool.mypy] in pyproject.toml).
+    result = subprocess.run([PYTHON, "-m", "mypy"], cwd=BASE_DIR, check=False)
+    if result.returncode != 0:
+        fail("mypy meldet Fehler (siehe oben)", code=result.returncode)
     ensure_browser()
     run_dir = new_test_run_dir(embedded.ensure_data_dir())
     say(f"Testlauf in {run_dir}")

@@ -7,6 +7,7 @@ import os
 import secrets
 import sys
 from pathlib import Path
+from typing import Any
 
 import dj_database_url
 
@@ -198,7 +199,7 @@ if env_str("NOVABERG_DATABASE_NAME"):
 DATABASES["default"]["TEST"] = {"NAME": env_str("NOVABERG_TEST_DB_NAME", "test_novaberg")}
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
-CHANNEL_LAYERS = {
+CHANNEL_LAYERS: dict[str, dict[str, Any]] = {
     "default": {
         "BACKEND": "channels_redis.core.RedisChannelLayer",
         "CONFIG": {"hosts": [REDIS_URL]},

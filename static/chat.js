@@ -205,7 +205,8 @@
     });
   }
 
-  connect();
+  // Without a session (no conversation yet) the page offers to start one; nothing to connect.
+  if (sessionId) connect();
   loadSide();
   setInterval(loadSide, 15000);
 })();

@@ -7,6 +7,7 @@ from __future__ import annotations
 from conversation import gate
 from conversation.agents import AgentContext, AgentResult
 from conversation.models import PendingQuestion
+from conversation.vocabulary import Status
 
 
 class NoteAgent:
@@ -26,4 +27,4 @@ class NoteAgent:
         )
 
     def execute(self, ctx: AgentContext, pending: PendingQuestion) -> AgentResult:
-        return AgentResult("abgeschlossen", f"Erledigt: „{pending.payload['note']}“ ist notiert.")
+        return AgentResult(Status.DONE, f"Erledigt: „{pending.payload['note']}“ ist notiert.")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import threading
 from typing import Any
 
 import pytest
@@ -212,3 +213,43 @@ def test_chat_page_shows_offline_mode_and_the_navigation(user: Any) -> None:
     assert "Offline-Modus" in page
     assert 'href="/roots/"' in page and ">Chat<" in page
     assert ">Admin<" not in page  # anna is not staff
+
+
+@pytest.mark.django_db(transaction=True, serialized_rollback=True)
+def test_streamed_turns_run_in_a_bounded_pool_and_a_full_one_says_so(
+    user: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from conversation import api as conversation_api
+    from tests.fixtures import token_client
+
+    api = token_client(user)
+    session_id = api.post("/api/sessions/", {}, format="json").json()["id"]
+    url = f"/api/sessions/{session_id}/messages/?stream=1"
+    release = threading.Event()
+    real = conversation_api.run_turn
+
+    def held(**kwargs: Any) -> Any:
+        release.wait(10)
+        return real(**kwargs)
+
+    monkeypatch.setattr(conversation_api, "run_turn", held)
+    monkeypatch.setattr(conversation_api, "_stream_slots", threading.BoundedSemaphore(1))
+
+    first = api.post(url, {"text": "Erste Nachricht"}, format="json")
+    assert first.status_code == 200
+    busy = api.post(url, {"text": "Zweite Nachricht"}, format="json")
+    assert busy.status_code == 503
+    assert busy.json() == {
+        "status": "fehler",
+        "step": "ausgelastet",
+        "reason": conversation_api.BUSY_TEXT,
+    }
+    release.set()
+    lines = [json.loads(line) for line in b"".join(first.streaming_content).splitlines()]
+    assert lines[-1]["type"] == "done"
+    # The finished turn gave its place back.
+    third = api.post(url, {"text": "Dritte Nachricht"}, format="json")
+    assert third.status_code == 200
+    assert json.loads(b"".join(third.streaming_content).splitlines()[-1])["type"] == "done"
+    stored = Turn.objects.filter(session_id=session_id, role=Turn.Role.USER)
+    assert [t.text for t in stored.order_by("id")] == ["Erste Nachricht", "Dritte Nachricht"]

@@ -8,6 +8,7 @@ from conversation.agents import AgentResult, get_agent
 from conversation.pipeline.logging import node_log
 from conversation.pipeline.pending import agent_context
 from conversation.pipeline.state import TurnState
+from conversation.vocabulary import NodeOutcome, Status
 
 logger = logging.getLogger(__name__)
 
@@ -15,7 +16,7 @@ logger = logging.getLogger(__name__)
 def run(state: TurnState) -> TurnState:
     with node_log(state, "agent") as log:
         if state.agent_result is not None:
-            log.outcome = "uebersprungen_rueckfrage"
+            log.outcome = NodeOutcome.SKIPPED_QUESTION
             return state
         agent = get_agent(state.route)
         if agent is None:
@@ -27,7 +28,7 @@ def run(state: TurnState) -> TurnState:
             # An agent bug must not end the turn in a traceback: it is a named failure.
             logger.exception("agent %s crashed", agent.name)
             result = AgentResult(
-                "fehler",
+                Status.FAILED,
                 "Dabei ist bei mir etwas schiefgegangen; es wurde nichts geändert.",
                 step="agent_absturz",
                 data={"error": f"{type(exc).__name__}: {exc}"[:300]},

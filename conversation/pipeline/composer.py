@@ -1,19 +1,21 @@
 """Node: the composer (Verfasser, seed 003) decides the content of the reply; not streamed.
 
-It sees [AUFGABE], [GEDAECHTNIS], [AUFZEICHNUNGEN], [SACHLAGE], [GESPRAECHSVEKTOR] (with the
-guiding thought and its protection, §2.4) and [GESPRAECHSVERLAUF]. The responder never sees
-memory or records: what it could add, it would have to invent (§3.3).
+It sees [AUFGABE], [GEDAECHTNIS], the blocks of the registered composer sources (records as
+[AUFZEICHNUNGEN], …), [SACHLAGE], [GESPRAECHSVEKTOR] (with the guiding thought and its
+protection, §2.4) and [GESPRAECHSVERLAUF], in the order ``conversation.context`` lays down. The
+responder never sees memory or records: what it could add, it would have to invent (§3.3).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from conversation import context
 from conversation.pipeline.logging import node_log
 from conversation.pipeline.state import TurnState
 from conversation.prompts import blocks
-from conversation.prompts.composer import COMPOSER_BLOCKS, COMPOSER_INSTRUCTION
-from files import blocks as files_blocks
+from conversation.prompts.composer import COMPOSER_INSTRUCTION
+from conversation.vocabulary import NodeOutcome, Status
 from novaberg import llm
 
 LLM_FAILED_TEXT = (
@@ -32,12 +34,10 @@ def build_blocks(state: TurnState) -> dict[str, str]:
         out["AUFGABE"] = blocks.task_block(result.status, result.text)
     if state.memories:
         out["GEDAECHTNIS"] = blocks.memory_block(state.memories)
-    if state.records:
-        records_text = files_blocks.records_block(state.records)
-        if not records_text:
-            state.extra["records_fallback_block"] = True
-            records_text = blocks.records_fallback_block(state.records)
-        out["AUFZEICHNUNGEN"] = records_text
+    for source in context.composer_sources():
+        items = state.found.get(source.name)
+        if items and (text := context.render_source(source, items)):
+            out[source.block] = text
     out["SACHLAGE"] = blocks.situation_block(state.text, intent)
     if vector is not None:
         out["GESPRAECHSVEKTOR"] = blocks.vector_block(
@@ -50,9 +50,8 @@ def build_blocks(state: TurnState) -> dict[str, str]:
 def messages_for(state: TurnState) -> list[dict[str, str]]:
     parts = build_blocks(state)
     state.blocks.update(parts)
-    system = "\n\n".join(
-        [COMPOSER_INSTRUCTION, *(parts[name] for name in COMPOSER_BLOCKS if name in parts)]
-    )
+    order = context.composer_order()
+    system = "\n\n".join([COMPOSER_INSTRUCTION, *(parts[name] for name in order if name in parts)])
     return [
         {"role": "system", "content": system},
         {"role": "user", "content": f"Person B schreibt jetzt: {state.text}"},
@@ -61,11 +60,17 @@ def messages_for(state: TurnState) -> list[dict[str, str]]:
 
 def hints_for(state: TurnState) -> dict[str, Any]:
     result = state.agent_result
+    contributed = [
+        source.offline_text(items)
+        for source in context.composer_sources()
+        if source.offline_text is not None and (items := state.found.get(source.name))
+    ]
     return {
         "text": state.text,
         "task": result.text if result is not None else "",
         "memories": state.memories,
         "records": state.records,
+        "contributed": [text for text in contributed if text],
         "intent": state.vector.intent if state.vector else "",
     }
 
@@ -73,7 +78,7 @@ def hints_for(state: TurnState) -> dict[str, Any]:
 def run(state: TurnState) -> TurnState:
     with node_log(state, "composer") as log:
         if state.asks:
-            log.outcome = "uebersprungen_rueckfrage"
+            log.outcome = NodeOutcome.SKIPPED_QUESTION
             return state
         messages = messages_for(state)
         state.prompts["composer"] = messages
@@ -82,7 +87,7 @@ def run(state: TurnState) -> TurnState:
         log.details = {
             "backend": gateway.name,
             "model": gateway.model,
-            "blocks": [n for n in COMPOSER_BLOCKS if n in state.blocks],
+            "blocks": [n for n in context.composer_order() if n in state.blocks],
             "memories": len(state.memories),
             "records": len(state.records),
             "llm_ms": result.ms,
@@ -90,7 +95,7 @@ def run(state: TurnState) -> TurnState:
         if not result.ok or not result.text.strip():
             step = f"llm_{result.failure.step}" if result.failure else "leerer_inhalt"
             log.outcome = step
-            state.status, state.step = "fehler", step
+            state.status, state.step = Status.FAILED, step
             state.reply = LLM_FAILED_TEXT
             if state.on_token is not None:
                 state.on_token(state.reply)

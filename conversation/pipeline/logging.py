@@ -13,6 +13,7 @@ from django.utils import timezone
 
 from conversation.models import PipelineLog
 from conversation.pipeline.state import TurnState
+from conversation.vocabulary import NodeOutcome
 
 logger = logging.getLogger("novaberg.pipeline")
 
@@ -34,13 +35,13 @@ def node_log(state: TurnState, node: str) -> Iterator[NodeRecord]:
     try:
         yield record
     except Exception as exc:
-        record.outcome = "fehler"
+        record.outcome = NodeOutcome.FAILED
         record.details.setdefault("error", f"{type(exc).__name__}: {exc}"[:500])
         raise
     finally:
         ms = int((time.perf_counter() - t0) * 1000)
         if not record.outcome:
-            record.outcome = "ohne_ergebnis"
+            record.outcome = NodeOutcome.NO_RESULT
         position = state.extra.setdefault("_position", 0)
         state.extra["_position"] = position + 1
         PipelineLog.objects.create(

@@ -104,6 +104,8 @@ def composer(messages: list[dict[str, str]], hints: dict[str, Any]) -> str:
             "In deinen Aufzeichnungen steht dazu – das sind Aufzeichnungen, nicht meine "
             "Erinnerung, und sie können veraltet sein:\n" + "\n".join(lines)
         )
+    # What other composer sources say offline (their ``offline_text``), in prompt order.
+    parts.extend(str(text) for text in hints.get("contributed") or [])
     memories = list(hints.get("memories") or [])
     if memories:
         said = [

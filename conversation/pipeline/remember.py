@@ -4,7 +4,7 @@ may be promoted to long-term memory. A failed turn stores nothing."""
 
 from __future__ import annotations
 
-from conversation import memory
+from conversation import context, memory
 from conversation.pipeline.logging import node_log
 from conversation.pipeline.state import TurnState
 
@@ -27,7 +27,7 @@ def run(state: TurnState) -> TurnState:
         extraction = memory.memory_extract(
             person_text=state.text,
             reply=state.reply,
-            records=state.records if state.blocks.get("AUFZEICHNUNGEN") else [],
+            records=context.delivered_records(state.blocks, state.found),
             blocks=state.blocks,
             recalled=state.memories,
         )

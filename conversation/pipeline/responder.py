@@ -1,20 +1,22 @@
 """Node: the responder gives the composer's content Nova's voice and streams it to the client.
 
 It sees [IDENTITAET], [EIGENE_EMOTION], [KOMMUNIKATION], [GESPRAECHSVERLAUF], the content,
-[REGELN] and, last, [DIREKTIVEN] (seed 000 §8.1: recency) — never memory, records or research
-(seed 003 §2.2). A confirmation question is sent exactly as stored (the person must see the
-wording that the gate will execute), not re-voiced.
+[REGELN] and, last, the registered contract blocks ([DIREKTIVEN]; seed 000 §8.1: recency) —
+never memory, records or research (seed 003 §2.2; the order is ``conversation.context``'s).
+A confirmation question is sent exactly as stored (the person must see the wording that the
+gate will execute), not re-voiced.
 """
 
 from __future__ import annotations
 
 import time
 
+from conversation import context
 from conversation.pipeline.logging import node_log
 from conversation.pipeline.state import TurnState
 from conversation.pipeline.words import new_word_share
 from conversation.prompts import blocks
-from directives import blocks as directives_blocks
+from conversation.vocabulary import NodeOutcome, Status
 from novaberg import llm
 
 LLM_FAILED_TEXT = (
@@ -22,22 +24,14 @@ LLM_FAILED_TEXT = (
     "Versuch es bitte gleich noch einmal."
 )
 
-# Blocks of the responder's system prompt, in order; DIREKTIVEN must stay last.
-RESPONDER_BLOCKS = (
-    "IDENTITAET",
-    "EIGENE_EMOTION",
-    "KOMMUNIKATION",
-    "GESPRAECHSVERLAUF",
-    "INHALT",
-    "REGELN",
-    "DIREKTIVEN",
-)
-
 
 def system_prompt(state: TurnState) -> str:
-    if "DIREKTIVEN" not in state.blocks:
-        # Every reply carries all active directives (seed 000 §1: one not loaded is not obeyed).
-        state.blocks["DIREKTIVEN"] = directives_blocks.directives_block(user=state.user)
+    contracts = context.contract_blocks()
+    for contract in contracts:
+        if contract.block not in state.blocks:
+            # Every reply carries all active directives (seed 000 §1: one not loaded is not
+            # obeyed), so the contract blocks are rendered for every reply.
+            state.blocks[contract.block] = contract.render(user=state.user)
     parts = {
         "IDENTITAET": blocks.identity_block(state.character),
         "EIGENE_EMOTION": blocks.emotion_block(state.vector.intent if state.vector else ""),
@@ -48,9 +42,17 @@ def system_prompt(state: TurnState) -> str:
     state.blocks["REGELN"] = parts["REGELN"]
     if state.composer_text:
         parts["INHALT"] = blocks.content_block(state.composer_text)
-    if state.blocks.get("DIREKTIVEN"):
-        parts["DIREKTIVEN"] = state.blocks["DIREKTIVEN"]
-    return "\n\n".join(parts[name] for name in RESPONDER_BLOCKS if name in parts)
+    for contract in contracts:
+        if state.blocks.get(contract.block):
+            parts[contract.block] = state.blocks[contract.block]
+    return "\n\n".join(parts[name] for name in context.responder_order() if name in parts)
+
+
+def contract_text(state: TurnState) -> str:
+    """The contract blocks of this turn, for the offline responder's Sie/du form."""
+    return "\n\n".join(
+        state.blocks[c.block] for c in context.contract_blocks() if state.blocks.get(c.block)
+    )
 
 
 def messages_for(state: TurnState) -> list[dict[str, str]]:
@@ -68,7 +70,7 @@ def _emit(state: TurnState, text: str) -> None:
 def run(state: TurnState) -> TurnState:
     with node_log(state, "responder") as log:
         if state.failed:
-            log.outcome = "uebersprungen_fehler"
+            log.outcome = NodeOutcome.SKIPPED_FAILED
             return state
         if state.asks:
             assert state.agent_result is not None and state.agent_result.question
@@ -86,7 +88,7 @@ def run(state: TurnState) -> TurnState:
         hints = {
             "content": state.composer_text,
             "text": state.text,
-            "directives": state.blocks.get("DIREKTIVEN", ""),
+            "directives": contract_text(state),
         }
         t0 = time.perf_counter()
         tokens: list[str] = []
@@ -111,7 +113,7 @@ def run(state: TurnState) -> TurnState:
             # The person sees a clear sentence; the turn is marked failed (not half-stored).
             log.outcome = f"llm_{failure.step}"
             log.details["error"] = failure.message
-            state.status = "fehler"
+            state.status = Status.FAILED
             state.step = f"llm_{failure.step}"
             separator = "\n\n" if state.reply else ""
             _emit(state, separator + LLM_FAILED_TEXT)
@@ -121,7 +123,7 @@ def run(state: TurnState) -> TurnState:
             return state
         if not state.reply.strip():
             log.outcome = "leere_antwort"
-            state.status = "fehler"
+            state.status = Status.FAILED
             state.step = "leere_antwort"
             state.reply = LLM_FAILED_TEXT
             _emit(state, state.reply)

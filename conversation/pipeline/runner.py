@@ -8,6 +8,7 @@ import unicodedata
 from collections.abc import Callable
 
 from django.conf import settings
+from django.contrib.auth.models import User
 from django.db import connection
 from django.utils import timezone
 
@@ -25,6 +26,7 @@ from conversation.pipeline import (
     vector,
 )
 from conversation.pipeline.state import TurnResult, TurnState
+from conversation.vocabulary import Status
 from novaberg.logging import turn_context
 
 logger = logging.getLogger("novaberg.turn")
@@ -75,20 +77,15 @@ def check_input(text: str) -> tuple[str, str | None, str | None]:
 
 
 def history_rows(session: Session, before: Turn) -> list[dict[str, object]]:
-    rows = list(
-        Turn.objects.filter(session=session, created_at__lte=before.created_at)
+    rows: list[dict[str, object]] = [
+        dict(row)
+        for row in Turn.objects.filter(session=session, created_at__lte=before.created_at)
         .exclude(pk=before.pk)
-        .exclude(status="fehler")
+        .exclude(status=Status.FAILED)
         .order_by("-created_at", "-id")
         .values("id", "role", "text")[:HISTORY_TURNS]
-    )
-    return list(reversed(rows))
-
-
-def history_for(session: Session, before: Turn) -> list[dict[str, str]]:
-    return [
-        {"role": str(r["role"]), "content": str(r["text"])} for r in history_rows(session, before)
     ]
+    return list(reversed(rows))
 
 
 class _SessionLock:
@@ -109,7 +106,7 @@ class _SessionLock:
 
 def run_turn(
     *,
-    user: object,
+    user: User,
     character: Character,
     session: Session,
     text: str,
@@ -126,11 +123,11 @@ def run_turn(
                 ch for ch in cleaned if unicodedata.category(ch) != "Cc" or ch in "\n\t"
             )[: settings.MAX_MESSAGE_CHARS]
         turn = Turn.objects.create(
-            session=session, role=Turn.Role.USER, text=stored_text, status=Turn.Status.RUNNING
+            session=session, role=Turn.Role.USER, text=stored_text, status=Status.RUNNING
         )
         with turn_context(turn.pk):
             state = TurnState(
-                user=user,  # type: ignore[arg-type]
+                user=user,
                 character=character,
                 session=session,
                 text=cleaned,
@@ -139,7 +136,7 @@ def run_turn(
             )
             state.extra["elapsed_ms"] = lambda: int((time.perf_counter() - t0) * 1000)
             if failed_step is not None:
-                state.status, state.step, state.reply = "fehler", failed_step, reason or ""
+                state.status, state.step, state.reply = Status.FAILED, failed_step, reason or ""
                 if on_token is not None:
                     on_token(state.reply)
                 logger.info("turn refused", extra={"step": failed_step})
@@ -152,7 +149,7 @@ def run_turn(
                         state = node(state)
                 except Exception:
                     logger.exception("turn crashed")
-                    state.status, state.step = "fehler", "absturz"
+                    state.status, state.step = Status.FAILED, "absturz"
                     state.reply = CRASH_TEXT
                     if on_token is not None:
                         on_token(state.reply)
@@ -161,7 +158,7 @@ def run_turn(
 
 def _finish(state: TurnState, t0: float) -> TurnResult:
     result = state.agent_result
-    if result is not None and state.status != "fehler":
+    if result is not None and state.status != Status.FAILED:
         state.status = result.status
         state.step = result.step
         state.question = result.question

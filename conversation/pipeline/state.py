@@ -6,8 +6,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from conversation.vocabulary import Status
+
 if TYPE_CHECKING:
-    from django.contrib.auth.models import AbstractBaseUser
+    from django.contrib.auth.models import User
 
     from conversation.agents import AgentResult
     from conversation.models import Character, Session, Turn
@@ -26,7 +28,7 @@ class ConversationVector:
 
 @dataclass
 class TurnState:
-    user: AbstractBaseUser
+    user: User
     character: Character
     session: Session
     text: str
@@ -38,9 +40,13 @@ class TurnState:
     # context blocks built for the prompts, by block name ("AUFGABE", "DIREKTIVEN", ...)
     blocks: dict[str, str] = field(default_factory=dict)
     history: list[dict[str, str]] = field(default_factory=list)
-    # enricher: the ONE turn vector (such_vektor), reused by memory search, files and memory write
+    # enricher: the ONE turn vector (such_vektor), reused by memory search, every registered
+    # composer source (conversation.context) and the memory write
     query_vector: list[float] | None = None
     memories: list[dict[str, Any]] = field(default_factory=list)
+    # items of each composer source this turn, by source name
+    found: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    # the turn's records: what the records sources found (or an agent's result cited)
     records: list[dict[str, Any]] = field(default_factory=list)
     vector: ConversationVector | None = None
     composer_text: str = ""
@@ -50,7 +56,7 @@ class TurnState:
     checks: dict[str, Any] = field(default_factory=dict)
     # outcome of the turn
     reply: str = ""
-    status: str = "abgeschlossen"
+    status: Status = Status.DONE
     step: str = ""
     question: str | None = None
     ttft_ms: int | None = None
@@ -59,20 +65,20 @@ class TurnState:
 
     @property
     def failed(self) -> bool:
-        return self.status == "fehler"
+        return self.status == Status.FAILED
 
     @property
     def asks(self) -> bool:
         """The agent asked a confirmation question: it goes out word for word."""
         result = self.agent_result
-        return result is not None and result.status == "rueckfrage" and bool(result.question)
+        return result is not None and result.status == Status.QUESTION and bool(result.question)
 
 
 @dataclass(frozen=True)
 class TurnResult:
     turn_id: int
     reply_turn_id: int | None
-    status: str
+    status: Status
     step: str
     reply: str
     question: str | None

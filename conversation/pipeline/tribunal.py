@@ -1,6 +1,7 @@
-"""Node: the tribunal checks the reply — against the person's directives (seed 000 §8.3,
-``directives.tribunal.review``) and for citations: every file:line the reply names must have
-been delivered in [AUFZEICHNUNGEN] this turn. A mismatch is logged and shown in the inspector.
+"""Node: the tribunal checks the reply — with every registered reply check (the person's
+directives, seed 000 §8.3) and for citations: every file:line the reply names must have been
+delivered in a records block ([AUFZEICHNUNGEN]) this turn. A mismatch is logged and shown in
+the inspector.
 """
 
 from __future__ import annotations
@@ -9,9 +10,10 @@ import logging
 import re
 from typing import Any
 
+from conversation import context
 from conversation.pipeline.logging import node_log
 from conversation.pipeline.state import TurnState
-from directives import tribunal as directives_tribunal
+from conversation.vocabulary import CheckOutcome, NodeOutcome
 
 logger = logging.getLogger(__name__)
 
@@ -59,36 +61,54 @@ def citation_check(reply: str, records: list[dict[str, Any]]) -> dict[str, Any]:
     return {"genannt": len(named), "ohne_beleg": undelivered}
 
 
+def _review(check: context.ReplyCheck, state: TurnState) -> dict[str, Any]:
+    try:
+        verdict = check.review(user=state.user, reply=state.reply)
+        return {
+            "outcome": str(verdict.outcome),
+            "violations": list(verdict.violations),
+            "details": dict(verdict.details),
+        }
+    except Exception as exc:
+        logger.exception("reply check %s failed", check.name)
+        return {
+            "outcome": CheckOutcome.FAILED.value,
+            "violations": [],
+            "details": {"error": str(exc)},
+        }
+
+
+def verdict_outcome(checks: list[context.ReplyCheck], verdicts: dict[str, Any]) -> str:
+    """The tribunal's outcome from the checks' verdicts: a violation before a failed check,
+    and a check's own named outcome (``keine_direktiven``) where nothing was found."""
+    outcomes = [(check, verdicts[check.name]["outcome"]) for check in checks]
+    for check, outcome in outcomes:
+        if outcome == CheckOutcome.VIOLATION:
+            return check.violation_outcome
+    if any(outcome == CheckOutcome.FAILED for _, outcome in outcomes):
+        return "pruefung_fehler"
+    named = [outcome for _, outcome in outcomes if outcome != CheckOutcome.OK]
+    return str(named[0]) if named else CheckOutcome.OK.value
+
+
 def run(state: TurnState) -> TurnState:
     with node_log(state, "tribunal") as log:
         if state.failed:
-            log.outcome = "uebersprungen_fehler"
+            log.outcome = NodeOutcome.SKIPPED_FAILED
             return state
         if state.asks:
-            log.outcome = "uebersprungen_rueckfrage"
+            log.outcome = NodeOutcome.SKIPPED_QUESTION
             return state
-        try:
-            verdict = directives_tribunal.review(user=state.user, reply=state.reply)
-            directives = {
-                "outcome": verdict.outcome,
-                "violations": list(verdict.violations),
-                "details": dict(verdict.details),
-            }
-        except Exception as exc:
-            logger.exception("tribunal review failed")
-            directives = {"outcome": "fehler", "violations": [], "details": {"error": str(exc)}}
-        # Only records that stood in [AUFZEICHNUNGEN] this turn count as delivered.
-        delivered = state.records if state.blocks.get("AUFZEICHNUNGEN") else []
+        checks = context.reply_checks()
+        verdicts = {check.name: _review(check, state) for check in checks}
+        # Only records that stood in a records block this turn count as delivered.
+        delivered = context.delivered_records(state.blocks, state.found)
         citations = citation_check(state.reply, delivered)
-        state.checks = {"direktiven": directives, "zitate": citations}
+        state.checks = {**verdicts, "zitate": citations}
         if citations["ohne_beleg"]:
             log.outcome = "zitat_ohne_beleg"
             logger.warning("reply cites undelivered lines", extra={"outcome": "zitat_ohne_beleg"})
-        elif directives["outcome"] == "verstoss":
-            log.outcome = "direktive_verletzt"
-        elif directives["outcome"] == "fehler":
-            log.outcome = "pruefung_fehler"
         else:
-            log.outcome = "ok" if directives["outcome"] == "ok" else directives["outcome"]
+            log.outcome = verdict_outcome(checks, verdicts)
         log.details = state.checks
     return state

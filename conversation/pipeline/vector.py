@@ -11,6 +11,7 @@ from typing import Any
 from conversation.pipeline.logging import node_log
 from conversation.pipeline.state import ConversationVector, TurnState
 from conversation.prompts.blocks import topics
+from conversation.vocabulary import NodeOutcome
 from novaberg import llm
 
 STRATEGIES = (
@@ -102,7 +103,7 @@ llm.register_offline("conversation_vector", _offline)
 def run(state: TurnState) -> TurnState:
     with node_log(state, "gespraechsvektor") as log:
         if state.asks:
-            log.outcome = "uebersprungen_rueckfrage"
+            log.outcome = NodeOutcome.SKIPPED_QUESTION
             return state
         tail = state.history[-4:]
         context = "\n".join(f"{m['role']}: {m['content'][:300]}" for m in tail)

@@ -1,9 +1,8 @@
 """Prompt blocks of composer and responder, one function per block, named after the block.
 
-The composer (Verfasser, seed 003) sees AUFGABE, GEDAECHTNIS, AUFZEICHNUNGEN, SACHLAGE,
-GESPRAECHSVEKTOR, GESPRAECHSVERLAUF; the responder sees IDENTITAET, EIGENE_EMOTION,
-KOMMUNIKATION, GESPRAECHSVERLAUF, the content, REGELN and DIREKTIVEN (last). Which node gets
-which block is decided in the nodes, not here.
+These are conversation's own blocks; the blocks other apps contribute ([AUFZEICHNUNGEN],
+[DIREKTIVEN], …) are rendered by them and placed by ``conversation.context``, which holds the
+order of both prompts.
 """
 
 from __future__ import annotations
@@ -11,7 +10,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from conversation.models import Character
+from conversation.models import Character, MemoryEntry
 
 RULES = """[REGELN]
 - Antworte auf Deutsch, kurz und natürlich, wie in einem Gespräch.
@@ -96,7 +95,7 @@ def memory_block(memories: list[dict[str, Any]]) -> str:
         return ""
     lines = []
     for m in memories:
-        kind = "Langzeit" if m.get("kind") == "lzg" else "Kurzzeit"
+        kind = "Langzeit" if m.get("kind") == MemoryEntry.Kind.LONG else "Kurzzeit"
         date = str(m.get("created_at") or "")[:10]
         text = m["text"]
         if (m.get("provenance") or {}).get("quelle") == "aufzeichnungen":
@@ -106,21 +105,6 @@ def memory_block(memories: list[dict[str, Any]]) -> str:
     return (
         "[GEDAECHTNIS]\nDas ist deine eigene Erinnerung an frühere Gespräche mit dieser Person "
         "(nicht ihre Unterlagen). Sie kann unvollständig sein.\n" + "\n".join(lines)
-    )
-
-
-def records_fallback_block(records: list[dict[str, Any]]) -> str:
-    """Used only while files.blocks.records_block is still a placeholder that returns ""."""
-    lines = [
-        f"- {r.get('citation')} ({r.get('strength', '?')}"
-        f"{', archiviert' if r.get('archived') else ''}): "
-        f"{(r.get('summary') or r.get('excerpt') or '').strip()[:400]}"
-        for r in records
-    ]
-    return (
-        "[AUFZEICHNUNGEN]\nDas sind Aufzeichnungen aus freigegebenen Dateien, nicht deine "
-        "Erinnerung. Sie können falsch oder veraltet sein. Nenne die Quelle (Datei:Zeilen).\n"
-        + "\n".join(lines)
     )
 
 

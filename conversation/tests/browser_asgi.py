@@ -5,24 +5,21 @@ citation can be opened without running the indexer)."""
 
 from __future__ import annotations
 
+import dataclasses
 import os
-from typing import Any
 
 from novaberg.asgi import application  # noqa: F401  (sets Django up; daphne serves this)
 
-from conversation import agents  # noqa: E402
-from files import retrieval  # noqa: E402
+from conversation import agents, context  # noqa: E402
 from novaberg import embeddings  # noqa: E402
 from tests.note_agent import NoteAgent  # noqa: E402
 
 ROOT_ID = int(os.environ.get("NOVABERG_BROWSER_ROOT_ID", "0"))
 
 
-def records_for_turn(
-    *, user: Any, character: Any, query_vector: list[float] | None, text: str
-) -> retrieval.RetrievalResult:
-    if "Architekt" not in text:
-        return retrieval.RetrievalResult(log={"hits": 0})
+def records_for_turn(query: context.SourceQuery) -> context.SourceFound:
+    if "Architekt" not in query.text:
+        return context.SourceFound(log={"hits": 0})
     record = {
         "path": "hausbau.md",
         "lines": "2-3",
@@ -37,9 +34,12 @@ def records_for_turn(
         "root_id": ROOT_ID,
         "cosine": 0.6,
     }
-    return retrieval.RetrievalResult(records=[record], log={"hits": 1})
+    return context.SourceFound(items=[record], log={"hits": 1})
 
 
 agents.register_agent(NoteAgent())
-retrieval.records_for_turn = records_for_turn  # type: ignore[assignment]
+# The real records source (its block, its place), with these fixed records as its search.
+_records = context.composer_source("files")
+assert _records is not None, "the files app registers its records source"
+context.register_composer_source(dataclasses.replace(_records, search=records_for_turn))
 embeddings.warm_up()

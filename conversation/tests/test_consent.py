@@ -24,6 +24,7 @@ from conversation.consent import (
     read_answer,
     read_correction,
 )
+from conversation.vocabulary import ConsentOutcome, QuestionKind
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
@@ -35,8 +36,8 @@ def _show(text: object) -> str:
     return "".join(ch if " " <= ch < "\x7f" else f"<U+{ord(ch):04X}>" for ch in text) or "<empty>"
 
 
-def _assert_outcome(text: str, outcome: str, kind: str = "yes_no") -> Reading:
-    reading = read_answer(text, kind)  # type: ignore[arg-type]
+def _assert_outcome(text: str, outcome: str, kind: QuestionKind = QuestionKind.YES_NO) -> Reading:
+    reading = read_answer(text, kind)
     assert reading.outcome == outcome, f"{text!r} read as {reading}"
     return reading
 
@@ -494,7 +495,7 @@ class TestConsentWithIst:
         ],
     )
     def test_predicative_consent_word_asks_again(self, text: str, reason: str) -> None:
-        assert read_answer(text) == Reading("unclear", reason)
+        assert read_answer(text) == Reading(ConsentOutcome.UNCLEAR, reason)
 
     @pytest.mark.parametrize(
         "text",
@@ -530,7 +531,7 @@ class TestPhrases:
         ],
     )
     def test_broken_phrase_asks_again(self, text: str, word: str) -> None:
-        assert read_answer(text) == Reading("unclear", f"word_not_consent:{word}")
+        assert read_answer(text) == Reading(ConsentOutcome.UNCLEAR, f"word_not_consent:{word}")
 
 
 class TestClauseSeparators:
@@ -566,20 +567,20 @@ class TestChoice:
         ids=_show,
     )
     def test_choice_never_consents(self, text: str) -> None:
-        reading = _assert_outcome(text, "unclear", kind="choice")
+        reading = _assert_outcome(text, "unclear", kind=QuestionKind.CHOICE)
         assert reading.reason == "choice_never_consents"
 
     @pytest.mark.parametrize("text", ["nein", "keine", "lass es", "stopp"], ids=_show)
     def test_refusal_ends_a_choice(self, text: str) -> None:
-        _assert_outcome(text, "refusal", kind="choice")
+        _assert_outcome(text, "refusal", kind=QuestionKind.CHOICE)
 
     @pytest.mark.parametrize("text", ["", "   "], ids=_show)
     def test_empty_choice_is_unclear(self, text: str) -> None:
-        assert read_answer(text, "choice") == Reading("unclear", "empty")
+        assert read_answer(text, QuestionKind.CHOICE) == Reading(ConsentOutcome.UNCLEAR, "empty")
 
     def test_choice_reads_no_correction(self) -> None:
-        reading = read_answer("ja, aber sag 'Boss' statt 'Chef'", "choice")
-        assert reading == Reading("unclear", "choice_never_consents")
+        reading = read_answer("ja, aber sag 'Boss' statt 'Chef'", QuestionKind.CHOICE)
+        assert reading == Reading(ConsentOutcome.UNCLEAR, "choice_never_consents")
 
 
 # ------------------------------------------------------------------------------------------
@@ -739,7 +740,7 @@ class TestCorrection:
 
     @pytest.mark.parametrize(("text", "wording"), CORRECTIONS)
     def test_a_correction_is_never_consent(self, text: str, wording: str) -> None:
-        assert read_answer(text) == Reading("unclear", "correction", wording)
+        assert read_answer(text) == Reading(ConsentOutcome.UNCLEAR, "correction", wording)
 
     @pytest.mark.parametrize("text", NO_CORRECTIONS, ids=_show)
     def test_no_correction(self, text: str) -> None:
@@ -1005,7 +1006,7 @@ class TestNeverConsentProperty:
             text = "".join(parts)
             reading = read_answer(text)
             consents += reading.outcome == "consent"
-            assert read_answer(text, "choice").outcome != "consent"
+            assert read_answer(text, QuestionKind.CHOICE).outcome != "consent"
         assert consents > 0  # the generator does reach the consent branch
 
     def test_list_is_large_and_unique(self) -> None:
@@ -1015,7 +1016,7 @@ class TestNeverConsentProperty:
     @pytest.mark.parametrize("text", NEVER_CONSENT, ids=_show)
     def test_never_consents(self, text: str) -> None:
         assert read_answer(text).outcome != "consent"
-        assert read_answer(text, "choice").outcome != "consent"
+        assert read_answer(text, QuestionKind.CHOICE).outcome != "consent"
 
 
 # ------------------------------------------------------------------------------------------
@@ -1043,7 +1044,7 @@ class TestInvariants:
     def test_reading_is_frozen(self) -> None:
         reading = read_answer("ja")
         with pytest.raises(dataclasses.FrozenInstanceError):
-            reading.outcome = "refusal"  # type: ignore[misc]
+            reading.outcome = ConsentOutcome.REFUSAL  # type: ignore[misc]
 
     def test_unknown_kind_is_loud(self) -> None:
         with pytest.raises(ValueError):
@@ -1051,11 +1052,11 @@ class TestInvariants:
 
     @pytest.mark.parametrize("text", ["", " ", "\t\n", "\r\n  "], ids=_show)
     def test_empty_is_unclear(self, text: str) -> None:
-        assert read_answer(text) == Reading("unclear", "empty")
+        assert read_answer(text) == Reading(ConsentOutcome.UNCLEAR, "empty")
 
     @pytest.mark.parametrize("value", [None, 1, b"ja"], ids=_show)
     def test_non_text_is_unclear(self, value: object) -> None:
-        assert read_answer(value) == Reading("unclear", "not_text")  # type: ignore[arg-type]
+        assert read_answer(value) == Reading(ConsentOutcome.UNCLEAR, "not_text")  # type: ignore[arg-type]
         assert read_correction(value) is None  # type: ignore[arg-type]
 
     def test_module_imports_no_django(self) -> None:

@@ -21,12 +21,13 @@ from tests.fakes.openai_server import FakeOpenAI
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.asyncio]
 
-APP = URLRouter(websocket_urlpatterns)
+# channels' stubs ask for their private URL pattern type; Django's path() gives URLPattern.
+APP = URLRouter(websocket_urlpatterns)  # type: ignore[arg-type]
 
 
 def communicator(session_id: int, user: Any) -> WebsocketCommunicator:
     comm = WebsocketCommunicator(APP, f"/ws/sessions/{session_id}/")
-    comm.scope["user"] = user
+    comm.scope["user"] = user  # type: ignore[typeddict-unknown-key]  # AuthMiddleware's key
     return comm
 
 
@@ -64,8 +65,8 @@ def pair() -> tuple[Any, Session]:
     nova, _ = Character.objects.get_or_create(
         name="Nova", defaults={"identity": "Eine neugierige, warme Begleiterin."}
     )
-    user = UserFactory(username="anna")
-    return user, SessionFactory(user=user, character=nova)
+    user = UserFactory.create(username="anna")
+    return user, SessionFactory.create(user=user, character=nova)
 
 
 async def test_websocket_without_login_is_closed(pair: tuple[Any, Session]) -> None:
@@ -144,7 +145,9 @@ async def test_a_client_that_disconnects_mid_stream_does_not_break_the_turn(
 ) -> None:
     user, session = pair
     fake_llm.add(
-        "Eins zwei drei vier fünf sechs sieben.", chunk_delay_s=0.1, match=lambda b: b.get("stream")
+        "Eins zwei drei vier fünf sechs sieben.",
+        chunk_delay_s=0.1,
+        match=lambda b: bool(b.get("stream")),
     )
     comm = communicator(session.pk, user)
     assert (await comm.connect())[0]

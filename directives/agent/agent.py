@@ -8,6 +8,7 @@ from typing import Any
 from conversation import gate
 from conversation.agents import AgentContext, AgentResult
 from conversation.models import PendingQuestion
+from conversation.vocabulary import QuestionKind, Status
 from directives import selectors, services
 from directives.agent import detect as patterns
 from directives.agent.classify import classify
@@ -60,7 +61,7 @@ class DirectivesAgent:
         )
         if outcome.classification is None:
             return AgentResult(
-                "fehler",
+                Status.FAILED,
                 _failure_text(outcome.reason or outcome.step),
                 step=outcome.step,
                 data={"reason": outcome.reason},
@@ -76,7 +77,7 @@ class DirectivesAgent:
             request_id=request_id,
             step=(
                 DirectiveStep.Step.FAILED
-                if validation.result is not None and validation.result.status == "fehler"
+                if validation.result is not None and validation.result.status == Status.FAILED
                 else DirectiveStep.Step.VALIDATED
             ),
             action=outcome.classification.action,
@@ -93,7 +94,7 @@ class DirectivesAgent:
         self, ctx: AgentContext, proposal: Proposal, *, step: str | None = None
     ) -> AgentResult:
         question = proposal.question
-        if proposal.kind == "yes_no":
+        if proposal.kind == QuestionKind.YES_NO:
             note = budget_note(user=ctx.user)
             if note and proposal.action in ("create", "update", "reactivate"):
                 # Over budget: the person is told at the next write, never silently cut.
@@ -165,7 +166,7 @@ class DirectivesAgent:
         """ "ja, aber sag 'Boss' statt 'Chef'" re-asks with the corrected wording (no write)."""
         payload = dict(pending.payload or {})
         action = str(payload.get("action", ""))
-        if action not in ("create", "update") or pending.kind != PendingQuestion.Kind.YES_NO:
+        if action not in ("create", "update") or pending.kind != QuestionKind.YES_NO:
             return None
         text = corrected_text(str(payload.get("text") or ""), correction, ctx.text)
         if not text.strip() or len(text) > services.MAX_TEXT_CHARS:

@@ -19,6 +19,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from django.contrib.auth.models import User
+
 from conversation.agents import AgentContext
 from directives.models import Directive
 from directives.selectors import directive_list, inactive_restorable
@@ -108,7 +110,7 @@ class Listing:
         return "\n".join(lines)
 
 
-def listing_for(user: Any) -> Listing:
+def listing_for(user: User) -> Listing:
     return Listing(
         active=list(directive_list(user=user, active=True)[:100]),
         inactive=inactive_restorable(user=user),

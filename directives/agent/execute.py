@@ -11,6 +11,7 @@ from typing import Any
 
 from conversation.agents import AgentContext, AgentResult
 from conversation.models import PendingQuestion
+from conversation.vocabulary import Status
 from directives import services
 from directives.agent.validate import UNCHANGED
 from directives.blocks import budget_note
@@ -81,7 +82,7 @@ def execute(ctx: AgentContext, pending: PendingQuestion) -> AgentResult:
         outcome = services.WriteOutcome(False, "auftrag_unlesbar", str(exc)[:200])
     if not outcome.ok:
         return AgentResult(
-            "fehler",
+            Status.FAILED,
             f"Das konnte ich nicht bestätigt speichern: {outcome.reason} {UNCHANGED}",
             step=outcome.step,
             data={"action": action},
@@ -91,7 +92,7 @@ def execute(ctx: AgentContext, pending: PendingQuestion) -> AgentResult:
     if note:
         text = f"{text} {note}"
     return AgentResult(
-        "abgeschlossen",
+        Status.DONE,
         text,
         step="schon_ausgefuehrt" if outcome.step == "schon_ausgefuehrt" else "ausgefuehrt",
         data={

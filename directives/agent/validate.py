@@ -9,7 +9,10 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from django.contrib.auth.models import User
+
 from conversation.agents import AgentResult
+from conversation.vocabulary import QuestionKind, Status
 from directives import selectors
 from directives.agent.classify import Classification
 from directives.models import Directive, DirectiveStep
@@ -26,7 +29,7 @@ class Proposal:
     action: str
     question: str
     payload: dict[str, Any]
-    kind: str = "yes_no"
+    kind: QuestionKind = QuestionKind.YES_NO
     step: str = "rueckfrage"
 
 
@@ -124,23 +127,29 @@ def _choice(action: str, rows: list[Directive], *, request_id: str, text: str = 
         "text": text,
     }
     return Proposal(
-        action, choice_question(action, candidates), payload, kind="choice", step="auswahl"
+        action,
+        choice_question(action, candidates),
+        payload,
+        kind=QuestionKind.CHOICE,
+        step="auswahl",
     )
 
 
 def _failure(step: str, text: str, **details: Any) -> Validation:
-    return Validation(result=AgentResult("fehler", text, step=step), step=step, details=details)
+    return Validation(
+        result=AgentResult(Status.FAILED, text, step=step), step=step, details=details
+    )
 
 
 def _not_found(action: str, **details: Any) -> Validation:
     return Validation(
-        result=AgentResult("fehler", not_found_text(action), step="nicht_gefunden"),
+        result=AgentResult(Status.FAILED, not_found_text(action), step="nicht_gefunden"),
         step="nicht_gefunden",
         details=details,
     )
 
 
-def _read(user: Any) -> Validation:
+def _read(user: User) -> Validation:
     rows = list(selectors.directive_list(user=user, active=True))
     if not rows:
         text = "Du hast mir bisher keine Direktiven gegeben."
@@ -148,14 +157,14 @@ def _read(user: Any) -> Validation:
         lines = [f"{n}. {row.text}" for n, row in enumerate(rows, start=1)]
         text = "Das sind deine Direktiven, an die ich mich halte:\n" + "\n".join(lines)
     return Validation(
-        result=AgentResult("abgeschlossen", text, step="gelesen", data={"count": len(rows)}),
+        result=AgentResult(Status.DONE, text, step="gelesen", data={"count": len(rows)}),
         step="gelesen",
         details={"count": len(rows)},
     )
 
 
 def _resolve(
-    user: Any, c: Classification, *, active: bool, description: str
+    user: User, c: Classification, *, active: bool, description: str
 ) -> tuple[list[Directive], str]:
     """Target rows of the order and how they were found."""
     if c.target_unknown:
@@ -185,7 +194,7 @@ def _check_text(text: str) -> Validation | None:
     return None
 
 
-def _validate_create(user: Any, c: Classification, request_id: str) -> Validation:
+def _validate_create(user: User, c: Classification, request_id: str) -> Validation:
     text = " ".join(c.anweisung.split())
     failed = _check_text(text)
     if failed is not None:
@@ -195,7 +204,7 @@ def _validate_create(user: Any, c: Classification, request_id: str) -> Validatio
         if is_same(row.text, text):
             return Validation(
                 result=AgentResult(
-                    "abgeschlossen",
+                    Status.DONE,
                     f"Die Direktive {_q(row.text)} gilt bereits. {UNCHANGED}",
                     step="schon_vorhanden",
                 ),
@@ -227,7 +236,7 @@ def _validate_create(user: Any, c: Classification, request_id: str) -> Validatio
     )
 
 
-def _validate_target(user: Any, c: Classification, request_id: str, message: str) -> Validation:
+def _validate_target(user: User, c: Classification, request_id: str, message: str) -> Validation:
     action = c.action
     if action == "update":
         text = " ".join(c.anweisung.split())
@@ -252,7 +261,7 @@ def _validate_target(user: Any, c: Classification, request_id: str, message: str
     if action == "update" and is_same(row.text, text):
         return Validation(
             result=AgentResult(
-                "abgeschlossen",
+                Status.DONE,
                 f"Die Direktive {_q(row.text)} lautet schon so. {UNCHANGED}",
                 step="schon_vorhanden",
             ),
@@ -264,7 +273,7 @@ def _validate_target(user: Any, c: Classification, request_id: str, message: str
     )
 
 
-def undo_plan(user: Any) -> tuple[dict[str, Any] | None, str]:
+def undo_plan(user: User) -> tuple[dict[str, Any] | None, str]:
     """What reverts the person's last verified change: ({deactivate, activate, ...}, sentence)."""
     latest = (
         DirectiveStep.objects.filter(user=user, step=DirectiveStep.Step.VERIFIED)
@@ -303,11 +312,11 @@ def undo_plan(user: Any) -> tuple[dict[str, Any] | None, str]:
     return plan, question
 
 
-def _validate_undo(user: Any, request_id: str) -> Validation:
+def _validate_undo(user: User, request_id: str) -> Validation:
     plan, sentence = undo_plan(user)
     if plan is None:
         return Validation(
-            result=AgentResult("abgeschlossen", f"{sentence} {UNCHANGED}", step="nichts_zu_tun"),
+            result=AgentResult(Status.DONE, f"{sentence} {UNCHANGED}", step="nichts_zu_tun"),
             step="nichts_zu_tun",
         )
     payload = {
@@ -321,13 +330,13 @@ def _validate_undo(user: Any, request_id: str) -> Validation:
 
 
 def validate(
-    *, user: Any, classification: Classification, request_id: str, message: str = ""
+    *, user: User, classification: Classification, request_id: str, message: str = ""
 ) -> Validation:
     c = classification
     if c.action == "rejected":
         text = "Das habe ich nicht als Auftrag für deine Direktiven verstanden. " + UNCHANGED
         return Validation(
-            result=AgentResult("rejected", text, step="rejected", data={"grund": c.grund}),
+            result=AgentResult(Status.REJECTED, text, step="rejected", data={"grund": c.grund}),
             step="rejected",
         )
     if c.action == "read":

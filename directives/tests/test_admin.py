@@ -14,7 +14,7 @@ pytestmark = pytest.mark.django_db
 
 
 def test_admin_shows_the_history_chain_and_filters(user: Any, client: Client) -> None:
-    admin = UserFactory(username="admin", is_staff=True, is_superuser=True)
+    admin = UserFactory.create(username="admin", is_staff=True, is_superuser=True)
     client.force_login(admin)
     old = services.directive_create(user=user, text="Nenn mich Chef").directive
     assert old is not None

@@ -50,7 +50,12 @@ def test_list_filters_active_and_shows_only_own_rows(
 
     assert [r["text"] for r in all_rows] == ["Sieze mich immer", "Sag nie Schatz"]
     assert [r["id"] for r in active] == [keep.pk]
-    assert api.get("/api/directives/?active=vielleicht").status_code == 400
+    assert [r["id"] for r in api.get("/api/directives/?active=FALSE").json()] == [gone.pk]
+    assert [r["id"] for r in api.get("/api/directives/?active=1").json()] == [keep.pk]
+    for word in ("vielleicht", "", "yes"):
+        refused = api.get(f"/api/directives/?active={word}")
+        assert refused.status_code == 400, word
+        assert refused.json()["step"] == "filter_unlesbar"
 
 
 def test_another_persons_id_answers_404_like_a_missing_one(api: APIClient, other_user: Any) -> None:

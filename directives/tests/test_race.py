@@ -20,8 +20,8 @@ from tests.factories import SessionFactory, UserFactory
 @pytest.mark.django_db(transaction=True)
 def test_two_racing_answers_execute_once() -> None:
     nova = Character.objects.get(name="Nova")  # tests/fixtures.py restores her after a flush
-    user = UserFactory(username="anna")
-    session: Session = SessionFactory(user=user, character=nova)
+    user = UserFactory.create(username="anna")
+    session: Session = SessionFactory.create(user=user, character=nova)
     ctx = AgentContext(user=user, character=session.character, session=session, text="ja")
     asked = DirectivesAgent()._ask(
         ctx,

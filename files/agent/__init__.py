@@ -10,6 +10,7 @@ from __future__ import annotations
 from conversation import gate
 from conversation.agents import AgentContext, AgentResult
 from conversation.models import PendingQuestion
+from conversation.vocabulary import QuestionKind, Status
 from files import selectors
 from files.agent import execute as execute_step
 from files.agent.classify import classify, detect
@@ -23,7 +24,7 @@ from files.agent.validate import (
 )
 from files.models import FileRoot
 
-STATE_LABELS = {
+STATE_LABELS: dict[str, str] = {
     FileRoot.State.ACTIVE: "aktiv",
     FileRoot.State.SUSPENDED: "stillgelegt",
     FileRoot.State.REQUESTED: "angefragt, noch nicht bestätigt",
@@ -40,7 +41,9 @@ class FilesAgent:
     def handle(self, ctx: AgentContext) -> AgentResult:
         order = classify(ctx.text)
         if order is None:
-            return AgentResult("fehler", "Das habe ich nicht als Auftrag erkannt.", step="unklar")
+            return AgentResult(
+                Status.FAILED, "Das habe ich nicht als Auftrag erkannt.", step="unklar"
+            )
         if order.action == "list":
             return self.list_roots(ctx)
         if order.action == "release":
@@ -49,11 +52,7 @@ class FilesAgent:
             checked = validate_root_action(user=ctx.user, character=ctx.character, order=order)
         if not checked.ok:
             return AgentResult(checked.status, checked.text, step=checked.step)
-        kind = (
-            PendingQuestion.Kind.CHOICE
-            if order.action == "release"
-            else PendingQuestion.Kind.YES_NO
-        )
+        kind = QuestionKind.CHOICE if order.action == "release" else QuestionKind.YES_NO
         return gate.ask(
             ctx, agent=self.name, question=checked.text, payload=checked.payload, kind=kind
         )
@@ -62,7 +61,7 @@ class FilesAgent:
         roots = list(selectors.root_list(user=ctx.user, character=ctx.character))
         if not roots:
             return AgentResult(
-                "abgeschlossen", "Du hast mir noch keinen Ordner freigegeben.", step="liste"
+                Status.DONE, "Du hast mir noch keinen Ordner freigegeben.", step="liste"
             )
         lines = ["Diese Ordner hast du mir freigegeben:"]
         for root in roots:
@@ -72,7 +71,7 @@ class FilesAgent:
                 + (f", {root.gone_count} fort" if root.gone_count else "")
             )
         return AgentResult(
-            "abgeschlossen",
+            Status.DONE,
             "\n".join(lines),
             step="liste",
             data={"roots": [r.pk for r in roots]},

@@ -5,9 +5,10 @@ from __future__ import annotations
 
 from conversation.agents import AgentContext, AgentResult
 from conversation.models import PendingQuestion
+from conversation.vocabulary import Status
 from files import services
 from files.agent.validate import describe_dry_run, owner_label
-from novaberg.api_errors import ApplicationError
+from novaberg.api_errors import ApplicationError, ErrorStatus
 
 
 def execute(ctx: AgentContext, pending: PendingQuestion) -> AgentResult:
@@ -23,7 +24,7 @@ def execute(ctx: AgentContext, pending: PendingQuestion) -> AgentResult:
                 eigentum=eigentum,
             )
             return AgentResult(
-                "abgeschlossen",
+                Status.DONE,
                 f"Freigegeben: {root.path} als {owner_label(eigentum)}. "
                 f"{describe_dry_run(root.path, root.dry_run)} Ich lese den Ordner jetzt ein, "
                 "ohne darin etwas zu verändern.",
@@ -34,7 +35,7 @@ def execute(ctx: AgentContext, pending: PendingQuestion) -> AgentResult:
         if action == "suspend":
             root = services.root_suspend(user=ctx.user, root_id=root_id)
             return AgentResult(
-                "abgeschlossen",
+                Status.DONE,
                 f"Stillgelegt: {root.path}. Ich lese ihn nicht mehr und suche nicht mehr darin.",
                 step="stillgelegt",
                 data={"root_id": root.pk},
@@ -42,7 +43,7 @@ def execute(ctx: AgentContext, pending: PendingQuestion) -> AgentResult:
         if action == "reactivate":
             root = services.root_reactivate(user=ctx.user, root_id=root_id)
             return AgentResult(
-                "abgeschlossen",
+                Status.DONE,
                 f"Wieder aufgenommen: {root.path}. Ich lese ihn jetzt wieder ein.",
                 step="wieder_aufgenommen",
                 data={"root_id": root.pk},
@@ -50,15 +51,17 @@ def execute(ctx: AgentContext, pending: PendingQuestion) -> AgentResult:
         if action == "forget":
             report = services.root_forget(user=ctx.user, root_id=root_id)
             return AgentResult(
-                "abgeschlossen",
+                Status.DONE,
                 f"Vergessen: {report.path}. {report.entries} Indexzeilen mit ihren "
                 "Zusammenfassungen und Einbettungen sind gelöscht; die Dateien sind unberührt.",
                 step="vergessen",
                 data={"entries": report.entries},
             )
     except ApplicationError as exc:
-        status = exc.status if exc.status in {"abgelehnt", "fehler"} else "fehler"
-        return AgentResult(status, exc.message, step=exc.step)
+        refused = exc.status == ErrorStatus.REFUSED
+        return AgentResult(
+            Status.REJECTED if refused else Status.FAILED, exc.message, step=exc.step
+        )
     return AgentResult(
-        "fehler", "Diese Rückfrage kann ich nicht ausführen.", step="aktion_unbekannt"
+        Status.FAILED, "Diese Rückfrage kann ich nicht ausführen.", step="aktion_unbekannt"
     )

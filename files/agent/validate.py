@@ -6,9 +6,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 
 from conversation.models import Character
+from conversation.vocabulary import Status
 from files import selectors, services
 from files.agent.classify import Order
 from files.models import FileRoot
@@ -38,7 +39,9 @@ OWNER_QUESTION = (
 @dataclass(frozen=True)
 class Validation:
     ok: bool
-    status: str  # "ok" | "abgelehnt" | "fehler" | "abgeschlossen" (nothing to ask)
+    # ok: the gate asks (rueckfrage); else what the turn says: rejected (a rule), fehler, or
+    # abgeschlossen (nothing to ask: already so).
+    status: Status
     step: str = ""
     text: str = ""
     root: FileRoot | None = None
@@ -76,18 +79,21 @@ def owner_label(eigentum: str) -> str:
     return "dein Material" if eigentum == FileRoot.Eigentum.NUTZER else "Novas eigenes Material"
 
 
-def validate_release(*, user: AbstractBaseUser, character: Character, order: Order) -> Validation:
+def validate_release(*, user: User, character: Character, order: Order) -> Validation:
     if not order.path:
         return Validation(
-            False, "fehler", "kein_pfad", "Welchen Ordner soll ich freigeben? Nenne mir den Pfad."
+            False,
+            Status.FAILED,
+            "kein_pfad",
+            "Welchen Ordner soll ich freigeben? Nenne mir den Pfad.",
         )
     preview = services.root_release_preview(user=user, character=character, raw_path=order.path)
     if not preview.ok:
-        return Validation(False, "abgelehnt", preview.step, preview.reason)
+        return Validation(False, Status.REJECTED, preview.step, preview.reason)
     question = f"{describe_dry_run(preview.resolved_path, preview.dry_run)} {OWNER_QUESTION}"
     return Validation(
         True,
-        "ok",
+        Status.QUESTION,
         text=question,
         payload={
             "action": "release",
@@ -98,25 +104,23 @@ def validate_release(*, user: AbstractBaseUser, character: Character, order: Ord
     )
 
 
-def validate_root_action(
-    *, user: AbstractBaseUser, character: Character, order: Order
-) -> Validation:
+def validate_root_action(*, user: User, character: Character, order: Order) -> Validation:
     root = selectors.root_find(user=user, character=character, raw_path=order.path)
     if root is None:
         named = f" „{order.path}“" if order.path else ""
         return Validation(
             False,
-            "fehler",
+            Status.FAILED,
             "keine_wurzel",
             f"Ich finde keinen freigegebenen Ordner{named}. "
             "Frag mich „Welche Ordner hast du?“, dann nenne ich dir alle.",
         )
     if order.action == "suspend" and root.state == FileRoot.State.SUSPENDED:
         return Validation(
-            False, "abgeschlossen", "schon_stillgelegt", f"{root.path} ist schon stillgelegt."
+            False, Status.DONE, "schon_stillgelegt", f"{root.path} ist schon stillgelegt."
         )
     if order.action == "reactivate" and root.state == FileRoot.State.ACTIVE:
-        return Validation(False, "abgeschlossen", "schon_aktiv", f"{root.path} ist schon aktiv.")
+        return Validation(False, Status.DONE, "schon_aktiv", f"{root.path} ist schon aktiv.")
     counts = selectors.root_entry_counts(root=root)
     rows = counts["present"] + counts["gone"]
     if order.action == "suspend":
@@ -137,7 +141,7 @@ def validate_root_action(
         )
     return Validation(
         True,
-        "ok",
+        Status.QUESTION,
         text=question,
         root=root,
         payload={"action": order.action, "root_id": root.pk, "path": root.path},

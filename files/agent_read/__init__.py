@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 from conversation.agents import AgentContext, AgentResult
-from conversation.models import PendingQuestion
+from conversation.vocabulary import Status
 from files.agent_read.classify import classify
 from files.agent_read.execute import run
 
 
 class FilesReadAgent:
+    """Read-only: it never asks, so the gate never resumes it (``conversation.agents.Agent``)."""
+
     name = "dateien_lesen"
-    dismissed_text = "Ich habe nichts gelesen."
 
     def detect(self, text: str) -> bool:
         return classify(text) is not None
@@ -18,12 +19,10 @@ class FilesReadAgent:
     def handle(self, ctx: AgentContext) -> AgentResult:
         request = classify(ctx.text)
         if request is None:
-            return AgentResult("fehler", "Was soll ich in deinen Dateien lesen?", step="unklar")
+            return AgentResult(
+                Status.FAILED, "Was soll ich in deinen Dateien lesen?", step="unklar"
+            )
         return run(ctx, request)
-
-    def execute(self, ctx: AgentContext, pending: PendingQuestion) -> AgentResult:
-        # Reading never asks for confirmation, so there is nothing to execute.
-        return AgentResult("fehler", "Hier gibt es nichts zu bestätigen.", step="keine_rueckfrage")
 
 
 files_read_agent = FilesReadAgent()

@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from conversation.agents import AgentContext, AgentResult
+from conversation.vocabulary import Status
 from files import reading
 from files.agent_read.classify import ReadRequest
 from files.retrieval import records_from_hits
@@ -43,7 +44,7 @@ def _searched_scope(ctx: AgentContext) -> str:
 
 def _missing_file(ctx: AgentContext, name: str) -> AgentResult:
     return AgentResult(
-        "abgeschlossen",
+        Status.DONE,
         f"Eine Datei „{name}“ finde ich in deinen freigegebenen Verzeichnissen nicht "
         f"(gesucht in {_searched_scope(ctx)}).",
         step="datei_unbekannt",
@@ -73,14 +74,14 @@ def run(ctx: AgentContext, request: ReadRequest) -> AgentResult:
         level = 2 if request.kind == "gliederung" else 1
         result = reading.zoom(user=ctx.user, character=ctx.character, entry=entry, level=level)
     if not result.ok:
-        return AgentResult("fehler", result.message, step=result.step)
+        return AgentResult(Status.FAILED, result.message, step=result.step)
     note = reading.changed_note(result)
     heading = result.extra.get("heading")
     title = f" („{heading}“)" if heading else ""
     text = f"Aus {result.citation}{title}{_cut_note(result)}:\n{result.text}" + (
         f"\n{note}" if note else ""
     )
-    return AgentResult("abgeschlossen", text, step="gelesen", records=[_record(result)])
+    return AgentResult(Status.DONE, text, step="gelesen", records=[_record(result)])
 
 
 def _search(ctx: AgentContext, request: ReadRequest) -> AgentResult:
@@ -92,7 +93,7 @@ def _search(ctx: AgentContext, request: ReadRequest) -> AgentResult:
     if request.kind == "suche":
         grep = reading.datei_grep(user=ctx.user, character=ctx.character, pattern=query)
         if grep.status != "ok":
-            return AgentResult("fehler", grep.message, step=grep.step)
+            return AgentResult(Status.FAILED, grep.message, step=grep.step)
         if grep.matches:
             mode = "genau" if grep.mode == "exakt" else "ohne Rücksicht auf Groß/Klein"
             lines = [f"- {m['path']}:{m['line']}: {m['text']}" for m in grep.matches]
@@ -116,7 +117,7 @@ def _search(ctx: AgentContext, request: ReadRequest) -> AgentResult:
                 }
                 for m in grep.matches
             )
-            return AgentResult("abgeschlossen", "\n".join(parts), step="gefunden", records=records)
+            return AgentResult(Status.DONE, "\n".join(parts), step="gefunden", records=records)
     try:
         vector: list[float] | None = embed_one(query)
     except EmbeddingError:
@@ -138,7 +139,7 @@ def _search(ctx: AgentContext, request: ReadRequest) -> AgentResult:
     if not found:
         how = "wörtlich, ohne Groß/Klein, " if request.kind == "suche" else ""
         return AgentResult(
-            "abgeschlossen",
+            Status.DONE,
             f"Zu „{query}“ habe ich in deinen Unterlagen nichts Passendes gefunden. Gesucht "
             f"habe ich {how}im Volltext, in den Stichwörtern und nach Ähnlichkeit, in "
             f"{_searched_scope(ctx)}.",
@@ -153,7 +154,7 @@ def _search(ctx: AgentContext, request: ReadRequest) -> AgentResult:
         )
     text = f"In deinen Unterlagen steht zu „{query}“:\n" + "\n".join(lines)
     return AgentResult(
-        "abgeschlossen",
+        Status.DONE,
         text,
         step="gefunden",
         records=[

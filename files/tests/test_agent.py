@@ -119,20 +119,21 @@ def test_release_refused(api: APIClient, session: Session, rand: Path, when: str
     assert not FileRoot.objects.exists()
 
 
-def test_release_outside_the_boundary_is_abgelehnt(
+def test_release_outside_the_boundary_is_rejected(
     api: APIClient, session: Session, rand: Path
 ) -> None:
     result = say(api, session, "Gib Nova den Ordner /etc frei")
-    assert result["status"] == "abgelehnt" and result["question"] is None
+    assert result["status"] == "rejected" and result["question"] is None
+    assert result["step"] == "ausserhalb_aussenrand"
     assert not PendingQuestion.objects.filter(status="offen").exists()
 
 
-def test_release_with_empty_boundary_is_abgelehnt(
+def test_release_with_empty_boundary_is_rejected(
     api: APIClient, session: Session, rand: Path, settings: Any
 ) -> None:
     settings.FILES_BOUNDARY = []
     result = say(api, session, "Gib Nova den Ordner notizen frei")
-    assert result["status"] == "abgelehnt"
+    assert result["status"] == "rejected"
     turn_log = PipelineLog.objects.filter(node="agent").latest("id")
     assert turn_log.details["step"] == "kein_aussenrand"
 

@@ -1,4 +1,4 @@
-"""The request-path files agent: detection, reading, "nothing fits" (issue 5)."""
+"""The request-path files agent: detection, reading, "nothing fits"."""
 
 from __future__ import annotations
 

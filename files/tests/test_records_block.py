@@ -1,4 +1,5 @@
-"""The [AUFZEICHNUNGEN] block: framing and entry format (its position is issue 6's test)."""
+"""The [AUFZEICHNUNGEN] block: framing and entry format (its place in the prompts is tested in
+conversation/tests/test_context.py and tests/test_pipeline.py)."""
 
 from __future__ import annotations
 

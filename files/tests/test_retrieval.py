@@ -190,7 +190,7 @@ def test_small_pair_among_many_pairs_with_hnsw_still_gets_its_hits(
     rng = random.Random(5)
     rows: list[IndexEntry] = []
     for n in range(60):
-        owner = UserFactory(username=f"viele{n}")
+        owner = UserFactory.create(username=f"viele{n}")
         other = FileRoot.objects.create(
             user=owner, character=nova, path=f"/srv/viele/{n}", eigentum="nutzer"
         )

@@ -1,4 +1,4 @@
-"""GET /api/search/ and GET /api/roots/{id}/file/ through the real HTTP stack (issue 5)."""
+"""GET /api/search/ and GET /api/roots/{id}/file/ through the real HTTP stack."""
 
 from __future__ import annotations
 

@@ -58,7 +58,7 @@ def test_sigkill_mid_run_then_rerun_equals_a_clean_run(
     clean = make_root(user, nova, clean_dir)
     worker = _start_worker(tmp_path / "worker.log")
     try:
-        index_root.apply_async(args=[root.pk], queue=QUEUE)
+        index_root.apply_async(args=(root.pk,), queue=QUEUE)
         deadline = time.monotonic() + 120
         while IndexEntry.objects.filter(root=root).count() < 3:
             assert worker.poll() is None, (tmp_path / "worker.log").read_text()[-2000:]
@@ -110,7 +110,7 @@ def test_a_killed_pool_process_gives_the_message_back_and_the_worker_finishes(
         env=processes.process_env(NOVABERG_FILES_TEST_DELAY_PER_FILE_S="0.25"),
     )  # fmt: skip
     try:
-        index_root.apply_async(args=[root.pk], queue=queue)
+        index_root.apply_async(args=(root.pk,), queue=queue)
         deadline = time.monotonic() + 120
         while IndexEntry.objects.filter(root=root).count() < 3:
             assert time.monotonic() < deadline, "the worker never started indexing"

@@ -1,0 +1,107 @@
+"""The vocabularies of the turn, each defined once (DESIGN.md "Agents and the confirmation gate").
+
+A ``StrEnum`` member *is* its German word: it compares equal to it, is stored in the database as
+it and serialises to JSON as it, so models, services, the API and tests all use these names and
+no module spells the words itself. Models take their ``choices`` from here (``choices``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from enum import StrEnum
+from typing import TypeVar
+
+
+class Status(StrEnum):
+    """The status of an agent's result and of the turn that carries it (a turn takes its
+    agent's status). What went wrong or right in detail is the separate, named ``step``
+    (``kein_objekt``, ``abgelehnt``, ``ausserhalb_aussenrand`` …)."""
+
+    RUNNING = "laufend"
+    QUESTION = "rueckfrage"
+    DONE = "abgeschlossen"
+    # The person said no at the gate (step ``abgelehnt``); nothing was executed (seed 000 §3).
+    DISMISSED = "dismissed"
+    # The request was turned down before anything was asked: not an order (seed 000 §4), a path
+    # outside the boundary (step names which).
+    REJECTED = "rejected"
+    FAILED = "fehler"
+
+
+STATUS_LABELS: Mapping[Status, str] = {
+    Status.RUNNING: "laufend",
+    Status.QUESTION: "Rückfrage",
+    Status.DONE: "abgeschlossen",
+    Status.DISMISSED: "verworfen",
+    Status.REJECTED: "abgewiesen",
+    Status.FAILED: "Fehler",
+}
+
+
+class QuestionStatus(StrEnum):
+    """A ``PendingQuestion`` moves from ``offen`` to exactly one of the others, once."""
+
+    OPEN = "offen"
+    EXECUTED = "ausgefuehrt"
+    DISMISSED = "dismissed"
+    EXPIRED = "abgelaufen"
+    REPLACED = "ersetzt"
+    FAILED = "fehler"
+
+
+QUESTION_STATUS_LABELS: Mapping[QuestionStatus, str] = {
+    QuestionStatus.OPEN: "offen",
+    QuestionStatus.EXECUTED: "ausgeführt",
+    QuestionStatus.DISMISSED: "verworfen",
+    QuestionStatus.EXPIRED: "abgelaufen",
+    QuestionStatus.REPLACED: "ersetzt",
+    QuestionStatus.FAILED: "Fehler",
+}
+
+
+class QuestionKind(StrEnum):
+    """A yes/no question may execute on consent; a choice question never executes."""
+
+    YES_NO = "yes_no"
+    CHOICE = "choice"
+
+
+QUESTION_KIND_LABELS: Mapping[QuestionKind, str] = {
+    QuestionKind.YES_NO: "Ja/Nein",
+    QuestionKind.CHOICE: "Auswahl",
+}
+
+
+class ConsentOutcome(StrEnum):
+    """What the one consent reader made of an answer; only ``consent`` may execute."""
+
+    CONSENT = "consent"
+    REFUSAL = "refusal"
+    UNCLEAR = "unclear"
+
+
+class NodeOutcome(StrEnum):
+    """Outcomes of pipeline nodes that several nodes share; a node's own outcomes (``verfasst``,
+    ``gestreamt`` …) are named where it sets them."""
+
+    SKIPPED_QUESTION = "uebersprungen_rueckfrage"
+    SKIPPED_FAILED = "uebersprungen_fehler"
+    FAILED = "fehler"
+    NO_RESULT = "ohne_ergebnis"
+
+
+class CheckOutcome(StrEnum):
+    """Verdicts of a reply check that the tribunal node reads; a check may name further
+    outcomes of its own (``keine_direktiven``, ``ethik_vorrang``), which pass as they are."""
+
+    OK = "ok"
+    VIOLATION = "verstoss"
+    FAILED = "fehler"
+
+
+E = TypeVar("E", bound=StrEnum)
+
+
+def choices(vocabulary: type[E], labels: Mapping[E, str] | None = None) -> list[tuple[str, str]]:
+    """Django ``choices`` for a model field, in the vocabulary's order."""
+    return [(member.value, (labels or {}).get(member, member.value)) for member in vocabulary]
