@@ -34,7 +34,7 @@ bench: $(STAMP)
 	$(VPY) -m novaberg.launcher bench
 
 lint: $(STAMP)
-	$(VPY) -m ruff check . && $(VPY) -m ruff format --check .
+	$(VPY) -m novaberg.launcher lint
 
 format: $(STAMP)
 	$(VPY) -m ruff check --fix . && $(VPY) -m ruff format .

@@ -1,7 +1,8 @@
 """``make run``, ``make test``, ``make bench``: all set-up on a fresh machine, then the processes.
 
     python -m novaberg.launcher run      # services, migrate, demo login, daphne + worker + beat
-    python -m novaberg.launcher test     # ruff, then pytest against services of its own
+    python -m novaberg.launcher test     # ruff + mypy, then pytest against services of its own
+    python -m novaberg.launcher lint     # ruff + mypy only
     python -m novaberg.launcher bench    # services, then the benchmarks (bench/run.py)
     python -m novaberg.launcher stop     # stop the embedded PostgreSQL and Redis of var/
     python -m novaberg.launcher services # start them and leave them running (until `stop`)
@@ -403,16 +404,22 @@ def start_test_services(run_dir: Path, started: list[str]) -> dict[str, str]:
     return env
 
 
-def test(pytest_args: list[str]) -> None:
+def lint() -> None:
+    """ruff, then mypy (configuration: [tool.mypy] in pyproject.toml); the first finding ends."""
     ruff = [PYTHON, "-m", "ruff"]
     for args in (["check", "."], ["format", "--check", "."]):
         result = subprocess.run([*ruff, *args], cwd=BASE_DIR, check=False)
         if result.returncode != 0:
             fail(f"ruff {' '.join(args)} meldet Fehler (siehe oben)", code=result.returncode)
-    # Type check after ruff (configuration: [tool.mypy] in pyproject.toml).
     result = subprocess.run([PYTHON, "-m", "mypy"], cwd=BASE_DIR, check=False)
     if result.returncode != 0:
         fail("mypy meldet Fehler (siehe oben)", code=result.returncode)
+
+
+def test(pytest_args: list[str]) -> None:
+    # `make test` always lints; a subset run while working may skip it (NOVABERG_TEST_LINT=0).
+    if os.environ.get("NOVABERG_TEST_LINT", "1").strip() != "0":
+        lint()
     ensure_browser()
     run_dir = new_test_run_dir(embedded.ensure_data_dir())
     say(f"Testlauf in {run_dir}")
@@ -465,12 +472,14 @@ def bench(args: list[str]) -> None:
 
 def main(argv: list[str]) -> None:
     if not argv:
-        fail("Aufruf: python -m novaberg.launcher run|test|bench|stop|services")
+        fail("Aufruf: python -m novaberg.launcher run|test|lint|bench|stop|services")
     command, rest = argv[0], argv[1:]
     if command == "run":
         run()
     elif command == "test":
         test(rest)
+    elif command == "lint":
+        lint()
     elif command == "bench":
         bench(rest)
     elif command == "stop":
