@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from django.contrib.auth.models import User
 
-from conversation import context
-from directives import blocks, tribunal
+from conversation import address, context
+from directives import blocks, selectors, tribunal
 
 
 def _block(*, user: User) -> str:
@@ -25,6 +25,18 @@ DIRECTIVES_CHECK = context.ReplyCheck(
 )
 
 
+def _address_form(user: User) -> address.AddressForm | None:
+    """The form of address the newest active rule about it demands (a later "Duz mich wieder"
+    replaces an earlier "Sieze mich")."""
+    rows = selectors.directive_list(user=user, active=True).order_by("-created_at", "-id")
+    for text in rows.values_list("text", flat=True)[:200]:
+        form = tribunal.demanded_form(text)
+        if form is not None:
+            return address.AddressForm(form)
+    return None
+
+
 def register() -> None:
     context.register_contract_block(DIRECTIVES_BLOCK)
     context.register_reply_check(DIRECTIVES_CHECK)
+    address.register_address_resolver("directives", _address_form)

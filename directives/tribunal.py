@@ -93,6 +93,17 @@ def forbidden_terms(directive: str) -> list[str]:
     return terms
 
 
+def demanded_form(directive: str) -> str | None:
+    """ "sie" or "du" when the directive demands that form of address, else None."""
+    if _NEGATED_RE.search(directive):
+        return None
+    if _SIEZEN_RE.search(directive):
+        return "sie"
+    if _DUZEN_RE.search(directive):
+        return "du"
+    return None
+
+
 def offline_findings(directives: list[str], reply: str) -> list[dict[str, str]]:
     findings: list[dict[str, str]] = []
     for directive in directives:

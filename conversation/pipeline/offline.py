@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from conversation.address import to_sie
 from novaberg import llm
 
 OFFLINE_NO_CONTENT = (
@@ -19,66 +20,6 @@ OFFLINE_NO_CONTENT = (
 )
 
 _SIEZEN = re.compile(r"\b(siez\w*|sie-form|per sie|förmlich)", re.I)
-_PRONOUNS = {
-    "du": "Sie",
-    "dich": "Sie",
-    "dir": "Ihnen",
-    "dein": "Ihr",
-    "deine": "Ihre",
-    "deinen": "Ihren",
-    "deinem": "Ihrem",
-    "deiner": "Ihrer",
-    "deines": "Ihres",
-}
-_VERBS = {
-    "hast": "haben",
-    "bist": "sind",
-    "kannst": "können",
-    "willst": "wollen",
-    "weißt": "wissen",
-    "musst": "müssen",
-    "darfst": "dürfen",
-    "sollst": "sollen",
-    "magst": "mögen",
-    "liest": "lesen",
-    "siehst": "sehen",
-    "gibst": "geben",
-    "nimmst": "nehmen",
-    "wirst": "werden",
-    "hattest": "hatten",
-    "warst": "waren",
-    "möchtest": "möchten",
-    "könntest": "könnten",
-    "würdest": "würden",
-}
-_TOKEN = re.compile(r"[A-Za-zÄÖÜäöüß]+|[^A-Za-zÄÖÜäöüß]+")
-
-
-def _verb_to_sie(word: str) -> str:
-    lower = word.lower()
-    if lower in _VERBS:
-        out = _VERBS[lower]
-    elif lower.endswith("st") and len(lower) > 4:
-        out = lower[:-2] + "en"
-    else:
-        return word
-    return out.capitalize() if word[:1].isupper() else out
-
-
-def to_sie(text: str) -> str:
-    """du-form → Sie-form for pronouns and the verb next to "du" (where it can)."""
-    tokens = _TOKEN.findall(text)
-    words = [i for i, t in enumerate(tokens) if t[:1].isalpha()]
-    out = list(tokens)
-    for pos, i in enumerate(words):
-        lower = tokens[i].lower()
-        if lower in _PRONOUNS:
-            out[i] = _PRONOUNS[lower]
-            if lower == "du":
-                for j in (pos - 1, pos + 1):
-                    if 0 <= j < len(words):
-                        out[words[j]] = _verb_to_sie(tokens[words[j]])
-    return "".join(out)
 
 
 def _record_line(record: dict[str, Any]) -> str:
