@@ -132,7 +132,9 @@ def offline_decide(hints: dict[str, Any]) -> dict[str, Any]:
         "entscheidung": DECIDE_NONE,
         "begruendung": (
             f"Keine der {len(candidates)} nächsten Dateien behandelt dieses Thema: die nächste, "
-            f"„{nearest['path']}“ (Kosinus {cosine:.4f}), {what} mit dem Inhalt."
+            f"„{nearest['path']}“ (Kosinus {cosine:.4f}), {what} mit dem Inhalt.".replace(
+                f"{cosine:.4f}", f"{cosine:.4f}".replace(".", ",")
+            )
         ),
         "geteilt": terms,
     }
