@@ -127,6 +127,8 @@ def _next_mark(user: Any, character: Any, rel: str, text: str) -> int:
     for mark in (
         KnowledgeEdit.objects.filter(user=user, character=character, path=rel)
         .exclude(mark="")
+        # An intent that never landed never showed its mark: the number is free again.
+        .exclude(outcome=KnowledgeEdit.Outcome.VERWORFEN)
         .values_list("mark", flat=True)
     ):
         if re.fullmatch(r"i\d+", mark):
