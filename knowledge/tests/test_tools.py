@@ -428,7 +428,9 @@ def test_undo_by_mark_restores_the_file_byte_for_byte(
         user=user, character=nova, path="kennlinie.md", text="Früher bei Hitze.", nach="Definition"
     )
     assert path.read_bytes() != before
-    undone = knowledge_mark_undo(user=user, character=nova, path="kennlinie.md", mark="[i1>]")
+    undone = knowledge_mark_undo(
+        user=user, character=nova, path=str(folder / "kennlinie.md"), mark="[i1>]"
+    )
     assert undone.ok, undone
     assert path.read_bytes() == before
     row = KnowledgeEntry.objects.get(path="kennlinie.md")

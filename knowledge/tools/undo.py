@@ -17,7 +17,8 @@ from knowledge import marks
 from knowledge.fileio import sha256
 from knowledge.models import KnowledgeEdit
 from knowledge.tools.edit import ABSENT, Change, EditCause, _Context, run_edit, settle_file
-from knowledge.tools.result import Step, ToolResult, fail
+from knowledge.tools.result import Step, ToolResult, fail, refused
+from knowledge.zone import schreibziel_pruefen
 
 
 def _locate(lines: list[str], fragment: list[str]) -> list[int]:
@@ -101,13 +102,19 @@ def knowledge_mark_undo(
     *, user: Any, character: Any, path: str, mark: str, cause: EditCause | None = None
 ) -> ToolResult:
     """Undo the incorporation carrying ``mark`` ("i3" or "[i3>]") in one of the pair's files."""
+    target = schreibziel_pruefen(path, user=user, character=character)
+    if not target.ok:
+        return refused(target.step, target.reason)
     name = str(mark).strip().strip("[]<>").lstrip("<").rstrip(">")
     edit = (
-        KnowledgeEdit.objects.filter(user=user, character=character, mark=name)
-        .filter(path=path.strip().lstrip("/"))
+        KnowledgeEdit.objects.filter(
+            user=user, character=character, path=target.rel_path, mark=name
+        )
         .exclude(outcome=KnowledgeEdit.Outcome.VERWORFEN)
         .first()
     )
     if edit is None:
-        return fail(Step.KEINE_BEARBEITUNG, f"Die Marke {mark} kenne ich in {path} nicht.")
+        return fail(
+            Step.KEINE_BEARBEITUNG, f"Die Marke {mark} kenne ich in {target.rel_path} nicht."
+        )
     return knowledge_edit_undo(user=user, edit_id=edit.pk, cause=cause)
