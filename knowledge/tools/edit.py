@@ -240,7 +240,8 @@ def run_edit(
     undoes: KnowledgeEdit | None = None,
 ) -> ToolResult:
     """The one path of every edit (see the module docstring). Never raises for an expected
-    failure; returns the typed result."""
+    failure; returns the typed result. Call it outside an open transaction in production:
+    the intent row must be committed before the rename for a crash to be recoverable."""
     target = schreibziel_pruefen(path, user=user, character=character)
     if not target.ok or target.resolved is None:
         return refused(target.step, target.reason)
@@ -415,6 +416,8 @@ def _edit_locked(
         # Nothing half-done stays: put the old bytes back and discard the intent.
         if opened.raw is not None:
             atomic_write(resolved, opened.raw)
+        elif _current_hash(resolved) not in (ABSENT, None):
+            remove(resolved)
         KnowledgeEdit.objects.filter(pk=edit.pk).update(
             outcome=KnowledgeEdit.Outcome.VERWORFEN, settled_at=timezone.now()
         )
