@@ -24,6 +24,7 @@ api_patterns: list[URLPattern | URLResolver] = [
     ),
     path("", include("directives.api_urls")),
     path("", include("files.api_urls")),
+    path("", include("knowledge.api_urls")),
 ]
 
 urlpatterns = [
