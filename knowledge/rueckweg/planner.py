@@ -114,9 +114,9 @@ def offline_decide(hints: dict[str, Any]) -> dict[str, Any]:
         distinct = len(set(strong) | set(weak))
         eligible = float(c["cosine"]) >= floor and distinct >= min_terms and len(strong) >= 1
         scored.append((eligible, 2 * len(strong) + len(weak), float(c["cosine"]), c, strong + weak))
-    eligible = [s for s in scored if s[0]]
-    if eligible:
-        _, _, cosine, best, terms = max(eligible, key=lambda s: (s[1], s[2], -int(s[3]["id"])))
+    fitting = [s for s in scored if s[0]]
+    if fitting:
+        _, _, cosine, best, terms = max(fitting, key=lambda s: (s[1], s[2], -int(s[3]["id"])))
         return {
             "entscheidung": DECIDE_FILE,
             "datei": int(best["id"]),

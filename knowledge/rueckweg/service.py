@@ -68,6 +68,13 @@ class RueckwegResult:
     version: str = ""
     details: dict[str, Any] = field(default_factory=dict)
 
+    @property
+    def run_pk(self) -> int:
+        """The run row (every finished run logs one; a result without it is a caller's error)."""
+        if self.run_id is None:
+            raise LookupError(f"no run row: {self.outcome}/{self.step}")
+        return self.run_id
+
     def line(self) -> str:
         """One line for ``manage.py rueckweg``."""
         parts = [f"Gedächtnis {self.memory_id}: {self.outcome}"]
@@ -290,7 +297,7 @@ def _execute(run: _Run) -> RueckwegResult:
             step=str(result.step),
             reason=result.message,
             entry=entry,
-            edit_id=result.edit_id,
+            edit_id=result.edit_pk,
         )
     entry.refresh_from_db()
     return _finish(
@@ -298,7 +305,7 @@ def _execute(run: _Run) -> RueckwegResult:
         Outcome.EINGEARBEITET,
         reason=decision.reason,
         entry=entry,
-        edit_id=result.edit_id,
+        edit_id=result.edit_pk,
         reinforce=True,
         mark=result.mark,
     )
@@ -321,7 +328,7 @@ def _recover(run: _Run, memory: MemoryEntry) -> RueckwegResult | None:
     followed = settle_file(user=memory.user, character=memory.character, path=edit.path)
     if not followed.ok:
         return run.log(Outcome.FEHLER, step=str(followed.step), reason=followed.message)
-    entry = KnowledgeEntry.objects.get(pk=followed.entry_id)
+    entry = KnowledgeEntry.objects.get(pk=followed.entry_pk)
     if edit.tool in ("datei_schreiben", "datei_ueberschreiben"):
         return _finish(
             run, Outcome.NEUE_DATEI, reason="Neue Datei (nach Wiederaufnahme).", entry=entry,
@@ -419,14 +426,14 @@ def _no_file(
     )
     if not result.ok:
         return run.log(Outcome.FEHLER, step=str(result.step), reason=result.message)
-    entry = KnowledgeEntry.objects.get(pk=result.entry_id)
+    entry = KnowledgeEntry.objects.get(pk=result.entry_pk)
     return _finish(
         run,
         Outcome.NEUE_DATEI,
         reason=f"{reason} Das Thema kam zum zweiten Mal ({', '.join(common[:5])}); ich "
         f"lege {path} an.",
         entry=entry,
-        edit_id=result.edit_id,
+        edit_id=result.edit_pk,
     )
 
 

@@ -44,5 +44,5 @@ def make_corpus(user: Any, character: Any) -> dict[str, KnowledgeEntry]:
             user=user, character=character, path=path, thema=thema, inhalt=inhalt
         )
         assert result.ok, result
-        entries[path] = KnowledgeEntry.objects.get(pk=result.entry_id)
+        entries[path] = KnowledgeEntry.objects.get(pk=result.entry_pk)
     return entries

@@ -4,20 +4,21 @@ import factory
 from django.utils import timezone
 
 from conversation.models import MemoryEntry, Turn
+from conversation.vocabulary import Status
 from tests.factories import SessionFactory
 
 
-class TurnFactory(factory.django.DjangoModelFactory):
+class TurnFactory(factory.django.DjangoModelFactory[Turn]):
     class Meta:
         model = Turn
 
     session = factory.SubFactory(SessionFactory)
     role = Turn.Role.USER
     text = "Ich habe heute etwas gelernt."
-    status = Turn.Status.DONE
+    status = Status.DONE
 
 
-class MemoryEntryFactory(factory.django.DjangoModelFactory):
+class MemoryEntryFactory(factory.django.DjangoModelFactory[MemoryEntry]):
     """A memory promoted to long-term memory, reached through its turn."""
 
     class Meta:
@@ -36,5 +37,5 @@ class MemoryEntryFactory(factory.django.DjangoModelFactory):
 
 def promoted(session: object, raw: str, **kw: object) -> MemoryEntry:
     """A promoted memory whose turn holds ``raw`` (the stored text may be shorter)."""
-    turn = TurnFactory(session=session, text=raw)
-    return MemoryEntryFactory(source_turn=turn, **kw)
+    turn = TurnFactory.create(session=session, text=raw)
+    return MemoryEntryFactory.create(source_turn=turn, **kw)

@@ -49,7 +49,7 @@ def test_seed_run_1_no_fitting_file_writes_nothing_and_gives_a_reason(
     assert result.outcome == "keine_passende_datei"
     assert tree_fingerprint(folder) == before  # nothing written, not even touched
     assert not KnowledgeEdit.objects.filter(memory_entry=memory).exists()
-    run = RueckwegRun.objects.get(pk=result.run_id)
+    run = RueckwegRun.objects.get(pk=result.run_pk)
     assert run.abschliessend and run.planner == "offline"
     assert run.reason.startswith("Keine der 4 nächsten Dateien behandelt dieses Thema")
     # One sentence, with the figure it rests on (German decimal comma).
@@ -75,7 +75,7 @@ def test_seed_run_2_lands_between_definition_and_evidence(
     edit = KnowledgeEdit.objects.get(memory_entry=memory)
     assert (edit.mark, edit.cause, edit.turn_id) == ("i1", "gedaechtnis", memory.source_turn_id)
     assert f"+[i1>] {KENNLINIE} [<i1]" in edit.diff
-    run = RueckwegRun.objects.get(pk=result.run_id)
+    run = RueckwegRun.objects.get(pk=result.run_pk)
     assert run.details["ort"] == {
         "anker": "Definition",
         "position": "nach",
@@ -114,7 +114,7 @@ def test_a_records_memory_is_skipped(
     result = rueckweg_for_memory(memory_entry_id=memory.pk)
     assert result.outcome == "uebersprungen_aufzeichnungen"
     assert tree_fingerprint(folder) == before
-    assert RueckwegRun.objects.get(pk=result.run_id).abschliessend
+    assert RueckwegRun.objects.get(pk=result.run_pk).abschliessend
 
 
 def test_content_that_adds_nothing_only_reinforces(
@@ -135,7 +135,7 @@ def test_a_short_term_memory_is_not_taken(corpus: dict[str, Any], session: Sessi
     memory = promoted(session, KENNLINIE, kind=MemoryEntry.Kind.SHORT, promoted_at=None)
     result = rueckweg_for_memory(memory_entry_id=memory.pk)
     assert result.outcome == "nicht_langzeit"
-    assert not RueckwegRun.objects.get(pk=result.run_id).abschliessend
+    assert not RueckwegRun.objects.get(pk=result.run_pk).abschliessend
     assert memory.pk not in memories_pending_rueckweg()
     assert rueckweg_for_memory(memory_entry_id=10**9).step == "kein_eintrag"
 
@@ -148,11 +148,11 @@ def test_evidence_as_best_match_puts_the_content_before_it(
         "Gemessen im April: ab 90 Prozent Last blieb die Ausgangsgröße der Kennlinie gleich.",
     )
     result = rueckweg_for_memory(memory_entry_id=memory.pk)
-    run = RueckwegRun.objects.get(pk=result.run_id)
+    run = RueckwegRun.objects.get(pk=result.run_pk)
     assert result.outcome == "eingearbeitet", (run.reason, run.candidates, run.details)
     lines = _lines(folder, "kennlinie.md")
     assert lines[lines.index("### Beleg") - 2].startswith("[i1>] Gemessen im April")
-    assert RueckwegRun.objects.get(pk=result.run_id).details["ort"]["regel"] == "vor_beleg"
+    assert RueckwegRun.objects.get(pk=result.run_pk).details["ort"]["regel"] == "vor_beleg"
 
 
 def test_a_subject_that_comes_back_starts_a_new_file(
@@ -170,6 +170,7 @@ def test_a_subject_that_comes_back_starts_a_new_file(
     assert one.outcome == "keine_passende_datei"
     two = rueckweg_for_memory(memory_entry_id=second.pk)
     assert two.outcome == "neue_datei", two
+    assert two.entry_id is not None
     entry = KnowledgeEntry.objects.get(pk=two.entry_id)
     assert entry.typ == "gespraech" and entry.version == "1.0"
     text = (folder / entry.path).read_text()
@@ -235,7 +236,7 @@ def test_the_model_planner_decides_on_the_summaries(
     memory = promoted(session, KENNLINIE)
     result = rueckweg_for_memory(memory_entry_id=memory.pk)
     assert result.outcome == "eingearbeitet" and fake_llm.pending() == 0
-    run = RueckwegRun.objects.get(pk=result.run_id)
+    run = RueckwegRun.objects.get(pk=result.run_pk)
     assert (run.planner, run.reason, run.details["ort"]["regel"]) == (
         "modell",
         "Gehört zur Kennlinie.",
@@ -296,7 +297,7 @@ def test_a_bad_model_answer_falls_back_to_the_offline_planner(
 ) -> None:
     fake_llm.add(answer, status=status, match=_planner)
     result = rueckweg_for_memory(memory_entry_id=promoted(session, KENNLINIE).pk)
-    run = RueckwegRun.objects.get(pk=result.run_id)
+    run = RueckwegRun.objects.get(pk=result.run_pk)
     assert (run.planner, run.planner_step) == ("ersatz_offline", step)
     assert result.outcome == "eingearbeitet"  # the offline rule decided, and decided right
     assert "[i1>]" in (folder / "kennlinie.md").read_text()
@@ -316,4 +317,4 @@ def test_another_pairs_library_is_never_a_candidate(
     theirs = SessionFactory(user=other_user, character=nova)
     result = rueckweg_for_memory(memory_entry_id=promoted(theirs, KENNLINIE).pk)
     assert result.outcome == "keine_passende_datei"
-    assert RueckwegRun.objects.get(pk=result.run_id).candidates == []
+    assert RueckwegRun.objects.get(pk=result.run_pk).candidates == []

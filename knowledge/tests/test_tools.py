@@ -70,7 +70,7 @@ def test_a_new_file_has_the_template(folder: Path, user: Any, nova: Character) -
     assert (row.version, row.topic, row.haeufigkeit) == ("1.0", "Grüner Tee", 1)
     assert row.inhalt_hash == sha(folder / "themen" / "tee.md")
     assert row.topic_embedding is not None and row.summary == "Zieht drei Minuten."
-    edit = KnowledgeEdit.objects.get(pk=result.edit_id)
+    edit = KnowledgeEdit.objects.get(pk=result.edit_pk)
     assert (edit.tool, edit.outcome, edit.cause, edit.existed_before) == (
         "datei_schreiben", "geschrieben", "person", False,
     )  # fmt: skip
@@ -90,7 +90,7 @@ def test_an_existing_file_is_overwritten_only_on_request(
     )
     assert done.ok and done.version == "1.1"
     assert path.read_text() == "# Tee\n\nVersion: 1.1\n\n## AKTUELL\n\nNeu.\n"
-    assert KnowledgeEdit.objects.get(pk=done.edit_id).tool == "datei_ueberschreiben"
+    assert KnowledgeEdit.objects.get(pk=done.edit_pk).tool == "datei_ueberschreiben"
 
 
 # --- str_replace_in_block ----------------------------------------------------------------------
@@ -176,7 +176,8 @@ def test_block_einfuegen_needs_exactly_one_place(
     corpus: dict[str, Any], folder: Path, user: Any, nova: Character
 ) -> None:
     before = (folder / "kennlinie.md").read_bytes()
-    for where in ({}, {"nach": "Definition", "vor": "Beleg"}):
+    unclear: list[dict[str, Any]] = [{}, {"nach": "Definition", "vor": "Beleg"}]
+    for where in unclear:
         result = block_einfuegen(user=user, character=nova, path="kennlinie.md", text="x", **where)
         assert result.step == Step.ORT_UNKLAR
     for where, step in (
@@ -435,9 +436,9 @@ def test_undo_by_mark_restores_the_file_byte_for_byte(
     assert path.read_bytes() == before
     row = KnowledgeEntry.objects.get(path="kennlinie.md")
     assert (row.version, row.inhalt_hash) == ("1.0", hashlib.sha256(before).hexdigest())
-    original = KnowledgeEdit.objects.get(pk=done.edit_id)
+    original = KnowledgeEdit.objects.get(pk=done.edit_pk)
     assert original.outcome == "zurueckgenommen"
-    assert KnowledgeEdit.objects.get(pk=undone.edit_id).undoes_id == original.pk
+    assert KnowledgeEdit.objects.get(pk=undone.edit_pk).undoes_id == original.pk
     again = knowledge_edit_undo(user=user, edit_id=original.pk)
     assert again.step == Step.SCHON_ZURUECKGENOMMEN
     # Marks are never reused, also after an undo.
@@ -460,7 +461,7 @@ def test_undo_after_other_edits_restores_its_block(
         alt="12. März",
         neu="13. März",
     )
-    undone = knowledge_edit_undo(user=user, edit_id=first.edit_id)
+    undone = knowledge_edit_undo(user=user, edit_id=first.edit_pk)
     assert undone.ok and undone.version == "1.3"
     text = path.read_text()
     assert section(text, "### Definition") == original_definition
@@ -476,7 +477,7 @@ def test_undo_refuses_when_the_marked_block_was_touched(
     )
     path.write_text(path.read_text().replace("Früher bei Hitze.", "Früher bei großer Hitze."))
     touched = path.read_bytes()
-    result = knowledge_edit_undo(user=user, edit_id=first.edit_id)
+    result = knowledge_edit_undo(user=user, edit_id=first.edit_pk)
     assert (result.status, result.step) == (Status.FEHLER, Step.BLOCK_VERAENDERT)
     assert "[i1>]" in result.message
     assert path.read_bytes() == touched
@@ -484,7 +485,7 @@ def test_undo_refuses_when_the_marked_block_was_touched(
 
 def test_undo_of_a_new_file_removes_it(folder: Path, user: Any, nova: Character) -> None:
     done = datei_schreiben(user=user, character=nova, path="neu.md", thema="Neu", inhalt="Text.")
-    assert knowledge_edit_undo(user=user, edit_id=done.edit_id).ok
+    assert knowledge_edit_undo(user=user, edit_id=done.edit_pk).ok
     assert not (folder / "neu.md").exists()
     assert not KnowledgeEntry.objects.filter(path="neu.md").exists()
 
@@ -493,7 +494,7 @@ def test_undo_of_another_persons_edit_reads_as_missing(
     corpus: dict[str, Any], user: Any, other_user: Any, nova: Character
 ) -> None:
     done = block_anfuegen(user=user, character=nova, path="tee.md", text="Mehr.")
-    assert knowledge_edit_undo(user=other_user, edit_id=done.edit_id).step == Step.KEINE_BEARBEITUNG
+    assert knowledge_edit_undo(user=other_user, edit_id=done.edit_pk).step == Step.KEINE_BEARBEITUNG
 
 
 # --- the row follows the file ------------------------------------------------------------------
@@ -503,6 +504,7 @@ def test_the_library_row_follows_every_write(
     corpus: dict[str, Any], folder: Path, user: Any, nova: Character
 ) -> None:
     row = KnowledgeEntry.objects.get(path="harz.md")
+    assert row.topic_embedding is not None
     vector_before = list(row.topic_embedding)
     result = block_anfuegen(
         user=user, character=nova, path="harz.md", ueberschrift="Brockenbahn",
@@ -513,7 +515,7 @@ def test_the_library_row_follows_every_write(
     assert row.version == "1.1" and row.inhalt_hash == sha(folder / "harz.md")
     assert "Brockenbahn" in [b["heading"] for b in row.block_map]
     assert list(row.topic_embedding) != vector_before
-    assert KnowledgeEdit.objects.get(pk=result.edit_id).entry_id == row.pk
+    assert KnowledgeEdit.objects.get(pk=result.edit_pk).entry_id == row.pk
 
 
 # --- reading -------------------------------------------------------------------------------------

@@ -84,7 +84,7 @@ def test_sigkill_mid_incorporation_leaves_before_or_after_and_the_rerun_writes_o
     queue = f"{QUEUE}-{point}"
     worker = _worker(tmp_path, zone, point, "solo", queue)
     try:
-        rueckweg_memory.apply_async(args=[memory.pk], queue=queue)
+        rueckweg_memory.apply_async(args=(memory.pk,), queue=queue)
         _wait_for(tmp_path / f"erreicht-{point}", worker, tmp_path / f"worker-{point}.log")
         at_kill = target.read_text()
         worker.send_signal(signal.SIGKILL)
@@ -133,7 +133,7 @@ def test_a_killed_pool_process_gives_the_message_back_and_the_worker_completes_i
     worker = _worker(tmp_path, zone, point, "prefork", queue)
     log = tmp_path / f"worker-{point}.log"
     try:
-        rueckweg_memory.apply_async(args=[memory.pk], queue=queue)
+        rueckweg_memory.apply_async(args=(memory.pk,), queue=queue)
         _wait_for(tmp_path / f"erreicht-{point}", worker, log)
         children = psutil.Process(worker.pid).children()
         assert len(children) == 1, children

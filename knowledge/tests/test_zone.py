@@ -20,7 +20,7 @@ from tests.factories import UserFactory
 
 def test_folder_name_is_ids_only(zone: Path, user: Any, nova: Character) -> None:
     # A username with a slash or dots never becomes part of a path.
-    odd = UserFactory(username="../evil/.x")
+    odd = UserFactory.create(username="../evil/.x")
     folder = pair_dir(user=odd, character=nova)
     assert folder.name == pair_folder_name(user_id=odd.pk, character_id=nova.pk)
     assert folder.parent == zone.resolve()

@@ -69,6 +69,20 @@ class ToolResult:
     def ok(self) -> bool:
         return self.status == Status.OK
 
+    @property
+    def edit_pk(self) -> int:
+        """The edit row of a successful write (a result without one is a caller's error)."""
+        if self.edit_id is None:
+            raise LookupError(f"no edit row: {self.status}/{self.step}")
+        return self.edit_id
+
+    @property
+    def entry_pk(self) -> int:
+        """The library row of a successful write (a result without one is a caller's error)."""
+        if self.entry_id is None:
+            raise LookupError(f"no library row: {self.status}/{self.step}")
+        return self.entry_id
+
 
 def fail(step: str, message: str, *, path: str = "", **extra: Any) -> ToolResult:
     return ToolResult(status=Status.FEHLER, step=str(step), message=message, path=path, **extra)
