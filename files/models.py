@@ -27,6 +27,9 @@ class FileRoot(models.Model):
         REQUESTED = "angefragt", "angefragt"
         ACTIVE = "aktiv", "aktiv"
         SUSPENDED = "stillgelegt", "stillgelegt"
+        # The released path no longer resolves to itself inside the boundary (swapped for a
+        # link, moved): not followed at read or index time until the person releases it again.
+        PATH_CHANGED = "pfad_geaendert", "Pfad geändert"
 
     user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE)
     character = models.ForeignKey(Character, on_delete=models.CASCADE)
@@ -47,6 +50,11 @@ class FileRoot(models.Model):
     last_run_started_at = models.DateTimeField(null=True, blank=True)
     last_run_finished_at = models.DateTimeField(null=True, blank=True)
     last_full_hash_at = models.DateTimeField(null=True, blank=True)
+    # The run whose progress/counts the JSON fields above publish (updated in the same
+    # transaction as that IndexRun row, so progress and counts never belong to two runs).
+    last_run = models.ForeignKey(
+        "IndexRun", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
     # Set when the directory itself is missing/unreadable at the last run (rows are kept).
     last_error = models.TextField(blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
@@ -134,23 +142,78 @@ class IndexBlock(models.Model):
     line_end = models.IntegerField()
     block_hash = models.CharField(max_length=64)
     embedding = VectorField(dimensions=384, null=True, blank=True)
+    # The block's parsed text (heading line included), its keywords (heading/title words plus
+    # its own extracted terms) and the two text-search forms of IndexEntry, so a question can
+    # reach the section that answers it (DESIGN.md "Files": block-level rows).
+    text = models.TextField(blank=True)
+    keywords = ArrayField(models.CharField(max_length=100), default=list, blank=True)
+    search_vector = SearchVectorField(null=True, blank=True)
+    search_vector_simple = SearchVectorField(null=True, blank=True)
 
     class Meta:
         constraints = [
             models.UniqueConstraint(fields=["entry", "ordinal"], name="indexblock_unique_ordinal")
         ]
         indexes = [
+            GinIndex(fields=["search_vector"], name="indexblock_fts_de"),
+            GinIndex(fields=["search_vector_simple"], name="indexblock_fts_simple"),
+            GinIndex(fields=["keywords"], name="indexblock_keywords"),
             HnswIndex(
                 name="indexblock_embedding_hnsw",
                 fields=["embedding"],
                 m=16,
                 ef_construction=64,
                 opclasses=["vector_cosine_ops"],
-            )
+            ),
         ]
 
     def __str__(self) -> str:
         return f"{self.entry_id}#{self.ordinal} {self.line_start}-{self.line_end}"
+
+
+class IndexRun(models.Model):
+    """One watcher run of one root: its state, progress and counts in one row, so what a
+    person sees (progress, counts, times) always belongs to the same run. The heartbeat moves
+    with the progress; a run whose heartbeat is stale lost its worker and is requeued."""
+
+    class State(models.TextChoices):
+        WAITING = "wartend", "wartet"
+        RUNNING = "laufend", "läuft"
+        DONE = "fertig", "fertig"
+        ABORTED = "abgebrochen", "abgebrochen"
+        REQUEUED = "neu_eingereiht", "neu eingereiht"
+        ROOT_MISSING = "verzeichnis_fehlt", "Verzeichnis fehlt"
+        NOT_ACTIVE = "nicht_aktiv", "nicht aktiv"
+        # Another run of the same root held the lock; that run covers this one.
+        SKIPPED = "entfallen", "entfallen"
+
+    root = models.ForeignKey(FileRoot, on_delete=models.CASCADE, related_name="runs")
+    state = models.CharField(max_length=20, choices=State.choices, default=State.WAITING)
+    created_at = models.DateTimeField(default=timezone.now)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    heartbeat_at = models.DateTimeField(null=True, blank=True)
+    # {"done": n, "total": n}
+    progress = models.JSONField(default=dict, blank=True)
+    # Same shape as FileRoot.last_counts.
+    counts = models.JSONField(default=dict, blank=True)
+    full_hash = models.BooleanField(default=False)
+    celery_task_id = models.CharField(max_length=64, blank=True)
+    # What happened, in German, for the roots page (e.g. why a run was requeued).
+    note = models.TextField(blank=True)
+    # The run that was started again for this one after its worker was lost.
+    requeued_as = models.ForeignKey(
+        "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+
+    class Meta:
+        indexes = [
+            models.Index(fields=["root", "-created_at"]),
+            models.Index(fields=["state", "heartbeat_at"]),
+        ]
+
+    def __str__(self) -> str:
+        return f"run {self.pk} root {self.root_id} ({self.state})"
 
 
 class RetrievalCalibration(models.Model):
