@@ -24,6 +24,13 @@ from conversation.pipeline import TurnResult, run_turn
 
 logger = logging.getLogger(__name__)
 
+NOT_TEXT = "Ich verstehe nur Textnachrichten – bitte schick deine Nachricht als Text."
+NOT_JSON = "Diese Nachricht konnte ich nicht lesen: Sie ist kein gültiges JSON."
+NOT_PROCESSED = (
+    "Deine Nachricht konnte gerade nicht verarbeitet werden, weil der Nachrichtendienst nicht "
+    "antwortet. Bitte schick sie gleich noch einmal."
+)
+
 
 class ChatConsumer(AsyncJsonWebsocketConsumer):
     async def connect(self) -> None:
@@ -42,6 +49,23 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
         self.tasks: set[asyncio.Task[None]] = set()
         await self.accept()
 
+    async def receive(
+        self, text_data: str | None = None, bytes_data: bytes | None = None, **kwargs: Any
+    ) -> None:
+        # Channels' JSON consumer raises on a binary frame or on text that is not JSON, which
+        # closed the socket with 1011; the person (or a script) gets a sentence instead.
+        if text_data is None:
+            logger.info("websocket frame refused", extra={"outcome": "fehler", "step": "binaer"})
+            await self.send_json({"type": "error", "text": NOT_TEXT})
+            return
+        try:
+            content = await self.decode_json(text_data)
+        except ValueError:
+            logger.info("websocket frame refused", extra={"outcome": "fehler", "step": "kein_json"})
+            await self.send_json({"type": "error", "text": NOT_JSON})
+            return
+        await self.receive_json(content, **kwargs)
+
     async def receive_json(self, content: Any, **kwargs: Any) -> None:
         text = content.get("text") if isinstance(content, dict) else None
         if not isinstance(text, str):
@@ -56,17 +80,31 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
     async def _turn(self, text: str, layer: Any, channel: str) -> None:
         sender = TokenSender(layer, channel)
         async with self.turn_lock:
-            await layer.send(channel, {"type": "chat.start"})
+            try:
+                # Sent before the turn starts: while Redis does not take it, no turn is run
+                # and stored that the person would never see.
+                await layer.send(channel, {"type": "chat.start"})
+            except Exception:
+                logger.warning(
+                    "websocket turn not started: the channel layer refused the message",
+                    extra={"outcome": "fehler", "step": "kanal_nicht_erreichbar"},
+                    exc_info=True,
+                )
+                await self._send_direct({"type": "error", "text": NOT_PROCESSED})
+                return
             try:
                 result = await sync_to_async(_run, thread_sensitive=False)(
                     self.user, self.session, text, sender
                 )
             except Exception:
-                logger.exception("websocket turn crashed")
-                await layer.send(channel, {"type": "chat.failed"})
+                logger.exception(
+                    "websocket turn crashed", extra={"outcome": "fehler", "step": "turn"}
+                )
+                await self._send_via_layer(layer, channel, {"type": "chat.failed"})
                 return
             # Through the layer too, so "done" arrives after the last token (same FIFO channel).
-            await layer.send(
+            await self._send_via_layer(
+                layer,
                 channel,
                 {
                     "type": "chat.done",
@@ -80,6 +118,27 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
                     "total_ms": result.total_ms,
                 },
             )
+
+    async def _send_via_layer(self, layer: Any, channel: str, event: dict[str, Any]) -> None:
+        """The end of a turn that already ran: when the layer does not take it, the event goes
+        straight to the socket (its tokens may be missing; "done" carries the whole reply)."""
+        try:
+            await layer.send(channel, event)
+        except Exception:
+            logger.warning(
+                "websocket turn end sent past the channel layer",
+                extra={"outcome": "fehler", "step": "kanal_nicht_erreichbar"},
+                exc_info=True,
+            )
+            handler = self.chat_done if event["type"] == "chat.done" else self.chat_failed
+            await handler(event)
+
+    async def _send_direct(self, event: dict[str, Any]) -> None:
+        try:
+            await self.send_json(event)
+        except Exception:
+            # The socket is gone too; the log line above already names the outcome.
+            logger.info("websocket gone before the error could be sent", exc_info=True)
 
     async def chat_start(self, event: dict[str, Any]) -> None:
         await self.send_json({"type": "start"})

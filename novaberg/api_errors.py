@@ -12,6 +12,7 @@ from typing import Any
 
 from rest_framework import serializers
 from rest_framework import status as http
+from rest_framework.exceptions import ParseError
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
 
@@ -101,7 +102,16 @@ def http_status_of(exc: ApplicationError) -> int:
     return http.HTTP_400_BAD_REQUEST
 
 
+# DRF's parsers answer in English with the parser's own message ("JSON parse error - Expecting
+# value: line 1 column 1 (char 0)"); the person reads one German sentence.
+PARSE_ERROR_JSON = "Der Inhalt der Anfrage ist kein gültiges JSON."
+PARSE_ERROR_OTHER = "Der Inhalt der Anfrage ließ sich nicht lesen."
+
+
 def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
     if isinstance(exc, ApplicationError):
         return Response(ErrorSerializer(exc).data, status=http_status_of(exc))
+    if isinstance(exc, ParseError):
+        is_json = str(exc.detail).startswith("JSON parse error")
+        exc = ParseError(PARSE_ERROR_JSON if is_json else PARSE_ERROR_OTHER)
     return drf_exception_handler(exc, context)

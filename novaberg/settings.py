@@ -199,10 +199,28 @@ if env_str("NOVABERG_DATABASE_NAME"):
 DATABASES["default"]["TEST"] = {"NAME": env_str("NOVABERG_TEST_DB_NAME", "test_novaberg")}
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
+# channels_redis waits for a socket's next message with a blocking BZPOPMIN of 5 s
+# (RedisChannelLayer.brpop_timeout); redis-py's default socket timeout is also 5 s, so the read
+# timed out together with the blocking pop and every quiet chat socket closed with 1011. The
+# socket timeout must stay well above that pop: a Redis stall shorter than it only delays a
+# message (it is processed when Redis answers), a longer one fails the send loudly.
+CHANNEL_LAYER_SOCKET_TIMEOUT_S = 15.0
 CHANNEL_LAYERS: dict[str, dict[str, Any]] = {
     "default": {
         "BACKEND": "channels_redis.core.RedisChannelLayer",
-        "CONFIG": {"hosts": [REDIS_URL]},
+        "CONFIG": {
+            "hosts": [
+                {
+                    "address": REDIS_URL,
+                    "socket_timeout": CHANNEL_LAYER_SOCKET_TIMEOUT_S,
+                    "socket_connect_timeout": 5.0,
+                    "socket_keepalive": True,
+                    # A pooled connection idle for longer is PINGed before its next command, so
+                    # one that a restarted Redis or a NAT dropped is replaced, not used.
+                    "health_check_interval": 30,
+                }
+            ]
+        },
     }
 }
 

@@ -34,3 +34,9 @@ urlpatterns = [
     path("", include("files.urls")),
     path("", include("conversation.urls")),
 ]
+
+# Django's own error answers in German (pages in the app's design; {"detail"} under /api/).
+handler400 = "novaberg.error_pages.bad_request"
+handler403 = "novaberg.error_pages.permission_denied"
+handler404 = "novaberg.error_pages.page_not_found"
+handler500 = "novaberg.error_pages.server_error"
