@@ -1,25 +1,44 @@
 """Django set-up for benchmarks: a database of their own (``novaberg_bench``), migrated, so a
-benchmark never fills the app's database or races the test suite's."""
+benchmark never fills the app's database or races the test suite's.
+
+Run directly (not under ``make bench``), a benchmark may have to start the embedded PostgreSQL
+(and Redis, when it asks for it); what it started it stops again when it ends, also on SIGTERM
+or Ctrl-C, so no server is left running that nobody will stop. Servers it found running (a
+``make run``, ``make bench``'s own) are left alone.
+
+Every result carries where it was measured: commit (``+dirty`` when the tree has changes
+beyond the benchmark outputs), date and machine (``provenance``).
+"""
 
 from __future__ import annotations
 
+import atexit
+import datetime as dt
 import os
 import platform
+import signal
+import subprocess
 import sys
+from functools import cache
 from pathlib import Path
+from types import FrameType
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 BENCH_DB = "novaberg_bench"
+# What the benchmarks themselves write: not a change of the code that was measured.
+OUTPUT_PATHS = ("bench/results/", "README.md")
+
+_started: list[str] = []
 
 
-def setup() -> None:
+def setup(*, redis: bool = False) -> None:
     if str(BASE_DIR) not in sys.path:
         sys.path.insert(0, str(BASE_DIR))
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "novaberg.settings")
     os.environ["NOVABERG_DATABASE_NAME"] = BENCH_DB
     os.environ.setdefault("NOVABERG_REDIS_DB", "9")
     os.environ.setdefault("NOVABERG_LOG_LEVEL", "WARNING")
-    _ensure_database()
+    _ensure_services(redis=redis)
     import django
 
     django.setup()
@@ -28,12 +47,45 @@ def setup() -> None:
     call_command("migrate", verbosity=0, interactive=False)
 
 
-def _ensure_database() -> None:
+def _stop_started() -> None:
+    from novaberg import embedded
+
+    while _started:
+        name = _started.pop()
+        if name == "postgres":
+            from django.db import connections
+
+            connections.close_all()
+            stopped = embedded.stop_postgres()
+        else:
+            stopped = embedded.stop_redis()
+        print(f"[bench] {name} (eingebettet) {'gestoppt' if stopped else 'war schon fort'}")
+
+
+def _on_signal(signum: int, _frame: FrameType | None) -> None:
+    raise SystemExit(128 + signum)
+
+
+def _ensure_services(*, redis: bool) -> None:
+    """Find or start what the benchmark needs; register the stop of what was started here."""
     import psycopg
 
     from novaberg import embedded
 
-    url = os.environ.get("DATABASE_URL", "").strip() or embedded.ensure_postgres().url
+    atexit.register(_stop_started)
+    signal.signal(signal.SIGTERM, _on_signal)
+    url = os.environ.get("DATABASE_URL", "").strip()
+    if not url:
+        state = embedded.ensure_postgres()  # creates BENCH_DB (NOVABERG_DATABASE_NAME) too
+        if state.started_now:
+            _started.append("postgres")
+            print(f"[bench] PostgreSQL (eingebettet) gestartet in {embedded.pg_dir()}")
+        url = state.url
+    if redis and not os.environ.get("REDIS_URL", "").strip():
+        rstate = embedded.ensure_redis()
+        if rstate.started_now:
+            _started.append("redis")
+            print(f"[bench] Redis (eingebettet) gestartet: {rstate.url}")
     import dj_database_url
 
     params = dj_database_url.parse(url)
@@ -60,11 +112,58 @@ def machine() -> str:
                 break
     except OSError:
         pass
-    return f"{cpu}, {os.cpu_count()} cores, Python {platform.python_version()}"
+    load = ""
+    try:
+        load = f", load {os.getloadavg()[0]:.1f}"
+    except OSError:
+        pass
+    return f"{cpu}, {os.cpu_count()} cores{load}, Python {platform.python_version()}"
+
+
+@cache
+def commit() -> str:
+    """``git rev-parse --short HEAD``, with ``+dirty`` when tracked or untracked files other
+    than the benchmark outputs differ from it; ``unbekannt`` outside a git checkout."""
+    try:
+        head = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"],
+            cwd=BASE_DIR,
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+        status = subprocess.run(
+            ["git", "status", "--porcelain"],
+            cwd=BASE_DIR,
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+    except (OSError, subprocess.CalledProcessError):
+        return "unbekannt"
+    changed = [
+        line[3:].strip()
+        for line in status.splitlines()
+        if line[3:].strip() and not line[3:].strip().startswith(OUTPUT_PATHS)
+    ]
+    return head + ("+dirty" if changed else "")
+
+
+def provenance() -> str:
+    now = dt.datetime.now(dt.UTC)
+    return f"Commit `{commit()}`, {now:%Y-%m-%d %H:%M} UTC, {machine()}."
 
 
 def write_result(name: str, markdown: str) -> None:
-    """Keep the latest table of a benchmark in bench/results/NAME.md (the README quotes it)."""
+    """Keep the latest table of a benchmark in bench/results/NAME.md (the README quotes it),
+    with the provenance line under its heading. Written only by a benchmark that got to the
+    end: a failed one raises before and leaves the previous table in place."""
+    lines = markdown.strip().splitlines()
+    head = 1 if lines and lines[0].startswith("#") else 0
+    body = [*lines[:head], "", provenance(), "", *lines[head:]]
+    text = "\n".join(body).replace("\n\n\n", "\n\n").strip() + "\n"
     out = BASE_DIR / "bench" / "results" / f"{name}.md"
-    out.write_text(markdown.rstrip() + "\n")
-    print(markdown)
+    tmp = out.with_suffix(".md.tmp")
+    tmp.write_text(text)
+    tmp.replace(out)
+    print(text)

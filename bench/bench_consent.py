@@ -85,7 +85,10 @@ def main(argv: list[str]) -> int:
         ("µs/answer", f"{1e6 / rate:.2f}"),
     ]
     width = max(len(name) for name, _ in rows)
+    from bench._django import provenance  # no Django needed: git, date and machine
+
     print("read_answer benchmark")
+    print(f"  {provenance()}")
     for name, value in rows:
         print(f"  {name:<{width}}  {value:>12}")
     return 0

@@ -4,6 +4,9 @@
    fixed latency per call, compared with the same chain without the composer and with a
    responder-only chain (no conversation vector, no composer): seed 003 §3.3 says the composer's
    price is paid on the clock before the first token, and it is measured before it is accepted.
+   The person has released bench/corpus/ (indexed by the product's watcher run) and asks the
+   labelled set's questions, so the file search inside the chain does real work; the table
+   says in how many turns it delivered records.
 2. WebSocket turns per second: 20 concurrent clients against a real daphne process with the
    Redis channel layer on 127.0.0.1 (offline backend: the figure is pipeline + transport).
 """
@@ -36,13 +39,28 @@ TURNS_PER_CLIENT = 5
 # --- 1. TTFT -------------------------------------------------------------------------------------
 
 
-def ttft_runs() -> dict[str, list[int]]:
+def ttft_runs() -> tuple[dict[str, list[int]], dict[str, int], int]:
+    from files import calibration
+
+    questions = [
+        q.q
+        for q in calibration.load_labelled(BASE_DIR / "bench" / "retrieval_set.json")
+        if q.relevant
+    ]
+    with calibration.folder_indexed(
+        BASE_DIR / "bench" / "corpus", username=f"bench-ttft-{os.getpid()}"
+    ) as indexed:
+        ttft, with_records = _ttft_runs(indexed.user, questions)
+        files = indexed.counts.get("new", 0)
+    return ttft, with_records, files
+
+
+def _ttft_runs(user: Any, questions: list[str]) -> tuple[dict[str, list[int]], dict[str, int]]:
     from django.conf import settings
 
     from conversation.pipeline import runner
     from conversation.services import session_create
     from novaberg import embeddings, llm
-    from tests.factories import UserFactory
     from tests.fakes.openai_server import FakeOpenAI
 
     embeddings.warm_up()
@@ -54,7 +72,6 @@ def ttft_runs() -> dict[str, list[int]]:
     settings.LLM_MODEL = "fake-model"
     settings.LLM_MAX_RETRIES = 0
     llm.reset_gateway()
-    user = UserFactory(username=f"bench-ttft-{os.getpid()}")
     full = list(runner.NODES)
     without_composer = [n for n in full if n.__module__ != "conversation.pipeline.composer"]
     responder_only = [
@@ -68,22 +85,30 @@ def ttft_runs() -> dict[str, list[int]]:
         "nur Responder": responder_only,
     }
     out: dict[str, list[int]] = {}
+    with_records: dict[str, int] = {}
     try:
         for name, nodes in configs.items():
             runner.NODES[:] = nodes
             session = session_create(user=user)
             values = []
+            with_records[name] = 0
             for i in range(TTFT_TURNS):
                 result = runner.run_turn(
-                    user=user, character=session.character, session=session, text=f"Frage {i}?"
+                    user=user,
+                    character=session.character,
+                    session=session,
+                    text=questions[i % len(questions)],
                 )
                 assert result.ttft_ms is not None, result
                 values.append(result.ttft_ms)
+                with_records[name] += bool(result.records)
             out[name] = values
     finally:
         runner.NODES[:] = full
         fake.stop()
-    return out
+    if not any(with_records.values()):
+        raise RuntimeError("the file search delivered no record in any turn: no real work measured")
+    return out, with_records
 
 
 # --- 2. WebSocket turns/s ------------------------------------------------------------------------
@@ -195,12 +220,13 @@ def websocket_throughput() -> dict[str, float]:
 
 
 def main() -> None:
-    _django.setup()
-    ttft = ttft_runs()
+    _django.setup(redis=True)
+    ttft, with_records, files = ttft_runs()
     ws = websocket_throughput()
     base = statistics.median(ttft["nur Responder"])
     rows = [
-        f"| {name} | {statistics.median(v)} | {max(v)} | {statistics.median(v) / base:.2f} |"
+        f"| {name} | {statistics.median(v)} | {max(v)} | {statistics.median(v) / base:.2f} | "
+        f"{with_records[name]} / {len(v)} |"
         for name, v in ttft.items()
     ]
     full = statistics.median(ttft["volle Kette (Vektor + Verfasser + Responder)"])
@@ -209,14 +235,14 @@ def main() -> None:
         [
             "### Conversation: time to first token and WebSocket throughput",
             "",
-            f"Machine: {_django.machine()}",
-            "",
             f"TTFT over {TTFT_TURNS} turns each, fake OpenAI-compatible server with a fixed "
             f"latency of {int(LATENCY_S * 1000)} ms per call (embedding, memory and file search "
-            "included in every chain):",
+            f"included in every chain). The person has released bench/corpus/ ({files} notes, "
+            "indexed by the product's watcher run) and asks the labelled set's questions:",
             "",
-            "| chain | TTFT median (ms) | TTFT max (ms) | ratio to responder-only |",
-            "|---|---|---|---|",
+            "| chain | TTFT median (ms) | TTFT max (ms) | ratio to responder-only | "
+            "turns with file records |",
+            "|---|---|---|---|---|",
             *rows,
             "",
             f"Composer stage alone: +{full - without} ms TTFT "

@@ -79,8 +79,6 @@ def main() -> int:
         [
             "### Directives",
             "",
-            f"Machine: {_django.machine()}",
-            "",
             "| measure | value |",
             "|---|---|",
             f"| `read_answer` answers/s ({len(ANSWERS)} mixed answers, "
