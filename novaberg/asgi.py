@@ -96,7 +96,8 @@ class SameOriginValidator:
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> Any:
         if scope["type"] == "websocket" and not websocket_origin_allowed(scope):
-            return await WebsocketDenier()(scope, receive, send)
+            # channels' stubs type the scope as their private TypedDict.
+            return await WebsocketDenier()(scope, receive, send)  # type: ignore[arg-type]
         return await self.application(scope, receive, send)
 
 
@@ -112,7 +113,7 @@ class StaticFilesHandler(ASGIStaticFilesHandler):
             response = await sync_to_async(response_for_exception, thread_sensitive=False)(
                 request, exc
             )
-            response._resource_closers.append(request.close)
+            response._resource_closers.append(request.close)  # type: ignore[attr-defined]
             return response
 
 

@@ -49,8 +49,8 @@ def daphne(django_db_setup: None) -> Iterator[Daphne]:
 def chat() -> tuple[int, str]:
     """A person's session and the browser cookie that logs them in: (session id, cookie)."""
     nova = Character.objects.get(name="Nova")
-    user = UserFactory(username="anna")
-    session = SessionFactory(user=user, character=nova)
+    user = UserFactory.create(username="anna")
+    session = SessionFactory.create(user=user, character=nova)
     browser = Client()
     browser.force_login(user)
     return session.pk, f"sessionid={browser.cookies['sessionid'].value}"

@@ -17,7 +17,7 @@ import redis
 from asgiref.sync import sync_to_async
 from channels.routing import URLRouter
 from channels.testing import WebsocketCommunicator
-from channels_redis.core import RedisChannelLayer
+from channels_redis.core import RedisChannelLayer  # type: ignore[import-untyped]
 from django.conf import settings as django_settings
 from django.db import connections
 
