@@ -25,6 +25,7 @@ from types import FrameType
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 BENCH_DB = "novaberg_bench"
+RESULTS_DIR = BASE_DIR / "bench" / "results"
 # What the benchmarks themselves write: not a change of the code that was measured.
 OUTPUT_PATHS = ("bench/results/", "README.md")
 
@@ -162,7 +163,7 @@ def write_result(name: str, markdown: str) -> None:
     head = 1 if lines and lines[0].startswith("#") else 0
     body = [*lines[:head], "", provenance(), "", *lines[head:]]
     text = "\n".join(body).replace("\n\n\n", "\n\n").strip() + "\n"
-    out = BASE_DIR / "bench" / "results" / f"{name}.md"
+    out = RESULTS_DIR / f"{name}.md"
     tmp = out.with_suffix(".md.tmp")
     tmp.write_text(text)
     tmp.replace(out)
