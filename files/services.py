@@ -101,9 +101,10 @@ def _check_eigentum(eigentum: str) -> None:
 
 
 def _enqueue_index(root_id: int) -> None:
-    from files.tasks import index_root
+    from files.watcher.runs import index_run_enqueue
 
-    transaction.on_commit(lambda: index_root.delay(root_id))
+    # A waiting IndexRun row now; its task is sent after commit (the row knows the run id).
+    index_run_enqueue(root_id=root_id)
 
 
 @transaction.atomic

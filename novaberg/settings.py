@@ -335,11 +335,20 @@ FILES_FULL_HASH_EVERY_S = env_int("NOVABERG_FILES_FULL_HASH_EVERY_S", 24 * 3600,
 FILES_INDEX_EVERY_S = env_int("NOVABERG_FILES_INDEX_EVERY_S", 15 * 60, minimum=10)
 # Text of one file handed to the enricher (LLM or offline extraction).
 FILES_ENRICH_MAX_CHARS = env_int("NOVABERG_FILES_ENRICH_MAX_CHARS", 6000, minimum=200)
-# Tests only: a pause per file so a test can kill a worker in the middle of a run.
-FILES_TEST_DELAY_PER_FILE_S = env_float("NOVABERG_FILES_TEST_DELAY_PER_FILE_S", 0.0)
+# Tests only: "files.tests.<module>:<function>" called at named points of a run
+# (files/watcher/hooks.py), e.g. a pause per file so a test can kill a worker mid-run.
+FILES_TEST_HOOK = env_str("NOVABERG_FILES_TEST_HOOK")
+# A running index run whose heartbeat is older than this (and whose root lock is free) lost its
+# worker; beat checks every FILES_RUN_REAP_EVERY_S and queues the root again.
+FILES_RUN_STALE_AFTER_S = env_float("NOVABERG_FILES_RUN_STALE_AFTER_S", 45.0)
+FILES_RUN_REAP_EVERY_S = env_float("NOVABERG_FILES_RUN_REAP_EVERY_S", 15.0)
 CELERY_BEAT_SCHEDULE["files-index-roots"] = {
     "task": "files.tasks.index_all_roots",
     "schedule": float(FILES_INDEX_EVERY_S),
+}
+CELERY_BEAT_SCHEDULE["files-reap-index-runs"] = {
+    "task": "files.tasks.reap_index_runs",
+    "schedule": FILES_RUN_REAP_EVERY_S,
 }
 
 # --- conversation (issue 6) ---------------------------------------------------------------------

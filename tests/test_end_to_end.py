@@ -18,7 +18,7 @@ import pytest
 from rest_framework.test import APIClient
 
 from directives.models import Directive
-from files.models import IndexEntry
+from files.models import IndexEntry, IndexRun
 from tests.fakes.openai_server import FakeOpenAI
 from tests.fixtures import token_client
 
@@ -63,16 +63,30 @@ def notes(tmp_path: Path, settings: Any) -> Path:
     return folder
 
 
-def _wait_indexed(client: APIClient, root_id: int, files: int) -> dict[str, Any]:
+def _wait_indexed(client: APIClient, root_id: int) -> dict[str, Any]:
+    """Wait for THE run the confirm started (its id, state "fertig"), then read the root: its
+    progress and counts are that run's, published together (issue 9: a number an earlier run
+    could also satisfy is no signal)."""
+    runs = list(IndexRun.objects.filter(root_id=root_id).values_list("pk", flat=True))
+    assert len(runs) == 1, f"the confirm must start exactly one run: {runs}"
+    run_id = runs[0]
     deadline = time.monotonic() + 120
-    body: dict[str, Any] = {}
+    state = ""
     while time.monotonic() < deadline:
-        body = client.get(f"/api/roots/{root_id}/").json()
-        progress = body.get("progress") or {}
-        if not progress.get("running") and progress.get("done") == files:
-            return body
+        state = IndexRun.objects.get(pk=run_id).state
+        if state not in (IndexRun.State.WAITING, IndexRun.State.RUNNING):
+            break
         time.sleep(0.3)
-    raise AssertionError(f"the worker did not index the root in time: {body}")
+    run = IndexRun.objects.get(pk=run_id)
+    assert run.state == IndexRun.State.DONE, f"run {run_id} ended {state}: {run.note}"
+    body: dict[str, Any] = client.get(f"/api/roots/{root_id}/").json()
+    assert body["progress"] == {
+        "done": run.progress["total"],
+        "total": run.progress["total"],
+        "running": False,
+    }
+    assert body["counts"]["new"] == run.counts["new"]
+    return body
 
 
 @pytest.mark.django_db(transaction=True)
@@ -112,7 +126,7 @@ def test_rule_by_chat_folder_by_api_answer_from_records(
     assert released.json()["file_count"] == 2
     root_id = released.json()["id"]
     assert client.post(f"/api/roots/{root_id}/confirm/").json()["state"] == "aktiv"
-    indexed = _wait_indexed(client, root_id, files=2)
+    indexed = _wait_indexed(client, root_id)
     assert indexed["counts"]["new"] == 2 and indexed["counts"]["errors"] == 0
     assert IndexEntry.objects.filter(root_id=root_id, topic_embedding__isnull=False).count() == 2
 
@@ -157,7 +171,7 @@ def test_unrelated_question_brings_no_record(
     released = client.post("/api/roots/", {"path": str(notes), "eigentum": "nutzer"}, format="json")
     root_id = released.json()["id"]
     client.post(f"/api/roots/{root_id}/confirm/")
-    _wait_indexed(client, root_id, files=2)
+    _wait_indexed(client, root_id)
     session_id = client.post("/api/sessions/", {}, format="json").json()["id"]
     fake_llm.set_default("Das weiß ich nicht.")
     reply = client.post(

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from django.contrib.auth.models import User
 from django.contrib.postgres.search import SearchQuery
 from django.db import connections
 
@@ -28,6 +29,7 @@ from files.tests.watcher_helpers import (
 )
 from files.watcher import index_root_run, scan
 from files.watcher import run as run_module
+from files.watcher.hooks import AFTER_WRITE
 from tests.fakes.openai_server import FakeOpenAI
 
 pytestmark = pytest.mark.django_db
@@ -204,8 +206,19 @@ class Killed(BaseException):
     """Stands in for SIGKILL: not an Exception, so the per-file guard does not catch it."""
 
 
+WRITES = {"n": 0}
+
+
+def die_after_four_writes(point: str) -> None:
+    """Test hook (NOVABERG_FILES_TEST_HOOK): the run dies right after its 4th learned file."""
+    if point == AFTER_WRITE:
+        WRITES["n"] += 1
+        if WRITES["n"] == 4:
+            raise Killed
+
+
 def test_crash_in_the_middle_then_rerun_equals_one_clean_run(
-    tmp_path: Path, user: Any, nova: Character, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, user: User, nova: Character, settings: Any
 ) -> None:
     crashed_dir = tmp_path / "rand" / "a"
     clean_dir = tmp_path / "rand" / "b"
@@ -215,20 +228,12 @@ def test_crash_in_the_middle_then_rerun_equals_one_clean_run(
             write(base, f"serie/teil{i}.md", f"# Teil {i}\n\nInhalt {i} über Bergtouren.\n")
     crashed = make_root(user, nova, crashed_dir)
     clean = make_root(user, nova, clean_dir)
-    original = run_module._Run.learn
-    calls = {"n": 0}
-
-    def learn_then_die(self: Any, *args: Any, **kwargs: Any) -> None:
-        original(self, *args, **kwargs)
-        calls["n"] += 1
-        if calls["n"] == 4:
-            raise Killed
-
-    monkeypatch.setattr(run_module._Run, "learn", learn_then_die)
+    WRITES["n"] = 0
+    settings.FILES_TEST_HOOK = "files.tests.test_watcher:die_after_four_writes"
     with pytest.raises(Killed):
         index_root_run(root_id=crashed.pk)
     assert IndexEntry.objects.filter(root=crashed).count() == 4  # whole files only
-    monkeypatch.setattr(run_module._Run, "learn", original)
+    settings.FILES_TEST_HOOK = ""
     rerun = index_root_run(root_id=crashed.pk)
     assert rerun.counts["new"] == 6 and rerun.counts["unchanged"] == 4
     index_root_run(root_id=clean.pk)

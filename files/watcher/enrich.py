@@ -139,6 +139,21 @@ def _keywords(text: str, limit: int = MAX_KEYWORDS) -> list[str]:
     return [term[:100] for term, _ in ranked[:limit]]
 
 
+def heading_terms(heading: str) -> list[str]:
+    """The words of a heading or block title that can be keywords (DESIGN.md "Files":
+    headings and block titles are keywords of their block): every content word, in order."""
+    out: list[str] = []
+    for term in _terms(heading):
+        if term[:100] not in out:
+            out.append(term[:100])
+    return out
+
+
+def block_terms(text: str, limit: int) -> list[str]:
+    """A block's own extracted terms (the same TF-IDF as a file's keywords, over the block)."""
+    return _keywords(text, limit=limit)
+
+
 def extract(text: str, rel_path: str, blocks: list[dict[str, Any]]) -> dict[str, Any]:
     return {
         "topic": _topic(text, rel_path, blocks),

@@ -26,32 +26,29 @@ from collections import Counter
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from django.conf import settings
-from django.contrib.postgres.search import SearchVector
 from django.db import connection, transaction
-from django.db.models import Value
 from django.utils import timezone
 
-from files.models import FileRoot, IndexBlock, IndexEntry
+from files.boundary import root_path_still_valid
+from files.indexing import FileToIndex, RefreshResult, RefreshStatus, index_entries_refresh
+from files.models import FileRoot, IndexEntry, IndexRun
 from files.watcher import scan
-from files.watcher.enrich import enrich
+from files.watcher.hooks import AFTER_FILE, AFTER_WRITE, hook
 from files.watcher.parsers import ParseError, parser_for_format
-from files.watcher.structure import struktur_analysieren
-from novaberg.embeddings import EmbeddingError, embed
+from files.watcher.runs import LOCK_CLASS, run_claim, run_publish, run_skip
 
 logger = logging.getLogger(__name__)
 
-# pg_advisory_lock(classid, objid): classid names the file service ("NB" + 4), objid the root.
-LOCK_CLASS = 0x4E4204
 CHUNK = 1 << 20
-SEARCH_TEXT_MAX = 200_000
-MAX_EMBEDDED_BLOCKS = 32
 PROGRESS_EVERY_S = 0.5
-ARCHIVE_SEGMENTS = {"archive", "archiv"}
+# New/changed files learned together: one embedding call for their topics and blocks. Each
+# file still commits on its own; a kill loses at most the files of the batch not yet written.
+LEARN_BATCH_FILES = 8
 
 ProgressFn = Callable[[int, int], None]
 
@@ -59,17 +56,40 @@ ProgressFn = Callable[[int, int], None]
 @dataclass
 class RunReport:
     root_id: int
-    outcome: str  # "fertig" | "laeuft_schon" | "nicht_aktiv" | "verzeichnis_fehlt"
+    # "fertig" | "laeuft_schon" | "nicht_aktiv" | "verzeichnis_fehlt" | "ersetzt" | a fence step
+    outcome: str
     full_hash: bool = False
     counts: dict[str, Any] = field(default_factory=dict)
+    run_id: int | None = None
 
     def as_json(self) -> dict[str, Any]:
         return {
             "root_id": self.root_id,
+            "run_id": self.run_id,
             "outcome": self.outcome,
             "full_hash": self.full_hash,
             "counts": self.counts,
         }
+
+
+class Known(NamedTuple):
+    """What the index knows of a file from the last run (the fast-path key and the hash)."""
+
+    id: int
+    size: int
+    mtime_ns: int | None
+    ctime_ns: int | None
+    inode: int | None
+    inhalt_hash: str
+    state: str
+
+    def same_key(self, item: scan.Found) -> bool:
+        return (self.size, self.mtime_ns, self.ctime_ns, self.inode) == (
+            item.size,
+            item.mtime_ns,
+            item.ctime_ns,
+            item.inode,
+        )
 
 
 def empty_counts() -> dict[str, Any]:
@@ -90,18 +110,14 @@ def root_lock(root_id: int) -> Iterator[bool]:
     """Try the per-root lock; yields False when another run holds it (no waiting)."""
     with connection.cursor() as cur:
         cur.execute("SELECT pg_try_advisory_lock(%s, %s)", [LOCK_CLASS, root_id])
-        got = bool(cur.fetchone()[0])
+        row = cur.fetchone()
+        got = bool(row and row[0])
     try:
         yield got
     finally:
         if got:
             with connection.cursor() as cur:
                 cur.execute("SELECT pg_advisory_unlock(%s, %s)", [LOCK_CLASS, root_id])
-
-
-def is_archived(rel_path: str) -> bool:
-    parts = rel_path.split("/")[:-1]
-    return any(p.lower() in ARCHIVE_SEGMENTS for p in parts)
 
 
 def _read_and_hash(found: scan.Found, max_bytes: int) -> tuple[str, bytes]:
@@ -129,18 +145,21 @@ class _TooLarge(Exception):
     pass
 
 
-def _embedding_text(topic: str, summary: str, keywords: list[str]) -> str:
-    return " ".join(part for part in (topic, summary, ", ".join(keywords)) if part)
-
-
-def _block_text(lines: list[str], block: dict[str, Any]) -> str:
-    body = "\n".join(lines[block["line_start"] - 1 : block["line_end"]])
-    return body[:1000]
+def _mtime(item: scan.Found) -> datetime:
+    return datetime.fromtimestamp(item.mtime_ns / 1e9, tz=UTC)
 
 
 class _Run:
-    def __init__(self, root: FileRoot, *, full_hash: bool, on_progress: ProgressFn | None) -> None:
+    def __init__(
+        self,
+        root: FileRoot,
+        run: IndexRun,
+        *,
+        full_hash: bool,
+        on_progress: ProgressFn | None,
+    ) -> None:
         self.root = root
+        self.run = run
         self.root_path = Path(root.path)
         self.full_hash = full_hash
         self.on_progress = on_progress
@@ -150,18 +169,32 @@ class _Run:
         self.notes: Counter[str] = Counter()
         self.present: set[str] = set()
         self.touched_unchanged: list[str] = []
-        self.max_bytes = settings.FILES_MAX_BYTES
-        self.delay = settings.FILES_TEST_DELAY_PER_FILE_S
+        self.pending: list[FileToIndex] = []
+        self.max_bytes: int = settings.FILES_MAX_BYTES
         self._last_progress = 0.0
 
     # -- progress --------------------------------------------------------------------------
 
-    def progress(self, done: int, total: int, *, running: bool, force: bool = False) -> None:
+    def counts_now(self) -> dict[str, Any]:
+        """The counts so far, in the published shape (progress and counts go out together)."""
+        counts = dict(self.counts)
+        counts["skipped"] = dict(sorted(self.skipped.items()))
+        counts["error_steps"] = dict(sorted(self.error_steps.items()))
+        counts["errors"] = sum(self.error_steps.values())
+        counts["notes"] = dict(sorted(self.notes.items()))
+        counts["full_hash"] = self.full_hash
+        return counts
+
+    def progress(self, done: int, total: int, *, force: bool = False) -> None:
         now = time.monotonic()
         if force or now - self._last_progress >= PROGRESS_EVERY_S:
             self._last_progress = now
-            FileRoot.objects.filter(pk=self.root.pk).update(
-                progress={"done": done, "total": total, "running": running}
+            run_publish(
+                run=self.run,
+                state=IndexRun.State.RUNNING,
+                done=done,
+                total=total,
+                counts=self.counts_now(),
             )
         if self.on_progress is not None:
             self.on_progress(done, total)
@@ -176,7 +209,7 @@ class _Run:
 
     # -- the run ---------------------------------------------------------------------------
 
-    def execute(self) -> dict[str, Any]:
+    def execute(self) -> tuple[int, dict[str, Any]]:
         items = list(
             scan.walk(
                 self.root_path,
@@ -189,14 +222,14 @@ class _Run:
         for item in items:
             if isinstance(item, scan.Skip):
                 self.skipped[item.reason] += 1
-        existing: dict[str, tuple[Any, ...]] = {
-            row[0]: row[1:]
+        existing: dict[str, Known] = {
+            row[0]: Known(*row[1:])
             for row in IndexEntry.objects.filter(root=self.root).values_list(
                 "rel_path", "id", "size", "mtime_ns", "ctime_ns", "inode", "inhalt_hash", "state"
             )
         }
         total = len(found)
-        self.progress(0, total, running=True, force=True)
+        self.progress(0, total, force=True)
         for done, item in enumerate(found, start=1):
             try:
                 self.one_file(item, existing.get(item.rel_path))
@@ -204,21 +237,21 @@ class _Run:
                 logger.exception("watcher: unexpected failure on %s", item.rel_path)
                 self.present.add(item.rel_path)
                 self.error("unerwartet", item.rel_path, f"{type(exc).__name__}: {exc}")
-            if self.delay:
-                time.sleep(self.delay)
-            self.progress(done, total, running=True)
+            if len(self.pending) >= LEARN_BATCH_FILES:
+                self.learn_pending()
+            hook(AFTER_FILE)
+            self.progress(done - len(self.pending), total)
+        self.learn_pending()
         self.finish(existing)
-        self.progress(total, total, running=False, force=True)
-        return self.counts
+        return total, self.counts_now()
 
-    def one_file(self, item: scan.Found, row: tuple[Any, ...] | None) -> None:
-        key = (item.size, item.mtime_ns, item.ctime_ns, item.inode)
+    def one_file(self, item: scan.Found, known: Known | None) -> None:
         if (
-            row is not None
+            known is not None
             and not self.full_hash
-            and row[5]
-            and row[6] == IndexEntry.State.PRESENT
-            and tuple(row[1:5]) == key
+            and known.inhalt_hash
+            and known.state == IndexEntry.State.PRESENT
+            and known.same_key(item)
         ):
             self.present.add(item.rel_path)
             self.touched_unchanged.append(item.rel_path)
@@ -241,8 +274,8 @@ class _Run:
             self.present.add(item.rel_path)
             self.error("lesefehler", item.rel_path, str(exc))
             return
-        if row is not None and row[5] == digest:
-            self.unchanged_by_hash(item, row)
+        if known is not None and known.inhalt_hash == digest:
+            self.unchanged_by_hash(item, known)
             return
         parser = parser_for_format(item.format)
         assert parser is not None  # walk only yields files with a parser
@@ -257,21 +290,32 @@ class _Run:
             return
         for note in parsed.notes:
             self.notes[note] += 1
-        self.learn(item, digest, parsed.text, is_new=row is None)
         self.present.add(item.rel_path)
+        self.pending.append(
+            FileToIndex(
+                root=self.root,
+                rel_path=item.rel_path,
+                format=item.format,
+                digest=digest,
+                text=parsed.text,
+                size=item.size,
+                mtime_ns=item.mtime_ns,
+                ctime_ns=item.ctime_ns,
+                inode=item.inode,
+            )
+        )
 
-    def unchanged_by_hash(self, item: scan.Found, row: tuple[Any, ...]) -> None:
+    def unchanged_by_hash(self, item: scan.Found, known: Known) -> None:
         """Same content. A file that was ``fort`` and came back is recognised by its hash."""
-        came_back = row[6] == IndexEntry.State.GONE
-        key = (item.size, item.mtime_ns, item.ctime_ns, item.inode)
-        if not came_back and tuple(row[1:5]) == key:
+        came_back = known.state == IndexEntry.State.GONE
+        if not came_back and known.same_key(item):
             # Verified by hash and nothing to record: last_seen_at is set in bulk at the end.
             self.present.add(item.rel_path)
             self.touched_unchanged.append(item.rel_path)
             self.counts["unchanged"] += 1
             return
         with transaction.atomic():
-            IndexEntry.objects.filter(pk=row[0]).update(
+            IndexEntry.objects.filter(pk=known.id).update(
                 size=item.size,
                 mtime=_mtime(item),
                 mtime_ns=item.mtime_ns,
@@ -286,140 +330,29 @@ class _Run:
         self.present.add(item.rel_path)
         self.counts["unchanged"] += 1
 
-    def learn(self, item: scan.Found, digest: str, text: str, *, is_new: bool) -> None:
-        now = timezone.now()
-        lines = text.splitlines()
-        twin = (
-            IndexEntry.objects.filter(root=self.root, inhalt_hash=digest, indexed_at__isnull=False)
-            .exclude(rel_path=item.rel_path)
-            .first()
-        )
-        block_vectors: dict[str, list[float]] = {}
-        if twin is not None:
-            # Moved or copied: same content, same enrichment; no model call, no embedding.
-            topic, summary, keywords = twin.topic, twin.summary, list(twin.keywords)
-            block_map = twin.block_map
-            vector = twin.topic_embedding
-            block_vectors = {
-                b.block_hash: b.embedding for b in twin.blocks.all() if b.embedding is not None
-            }
-            self.notes["wiedererkannt"] += 1
-            source = "wiedererkannt"
-        else:
-            block_map = struktur_analysieren(text, item.format)
-            enrichment = enrich(text, item.rel_path, block_map)
-            for note in enrichment.notes:
-                self.notes[note] += 1
-            topic, summary, keywords = enrichment.topic, enrichment.summary, enrichment.keywords
-            source = enrichment.source
-            vector = None
-        blocks = self.block_rows(lines, block_map)
-        if twin is None or any(b["hash"] not in block_vectors for b in blocks if b["embed"]):
-            old = {
-                b.block_hash: b.embedding
-                for b in IndexBlock.objects.filter(
-                    entry__root=self.root, entry__rel_path=item.rel_path
-                )
-                if b.embedding is not None
-            }
-            block_vectors.update({k: v for k, v in old.items() if k not in block_vectors})
-            wanted = [b for b in blocks if b["embed"] and b["hash"] not in block_vectors]
-            texts = ([_embedding_text(topic, summary, keywords)] if vector is None else []) + [
-                b["text"] for b in wanted
-            ]
-            try:
-                vectors = embed(texts)  # one batched call per file
-            except EmbeddingError as exc:
-                self.present.add(item.rel_path)
-                self.error(f"einbettung_{exc.step}", item.rel_path, exc.message)
-                return
-            if vector is None:
-                vector, vectors = vectors[0], vectors[1:]
-            for b, vec in zip(wanted, vectors, strict=True):
-                block_vectors[b["hash"]] = vec
-        search_text = "\n".join([item.rel_path, topic, summary, " ".join(keywords), text])[
-            :SEARCH_TEXT_MAX
-        ]
-        with transaction.atomic():
-            entry, _ = IndexEntry.objects.update_or_create(
-                root=self.root,
-                rel_path=item.rel_path,
-                defaults={
-                    "format": item.format,
-                    "size": item.size,
-                    "mtime": _mtime(item),
-                    "mtime_ns": item.mtime_ns,
-                    "ctime_ns": item.ctime_ns,
-                    "inode": item.inode,
-                    "inhalt_hash": digest,
-                    "topic": topic,
-                    "summary": summary,
-                    "keywords": keywords,
-                    "line_count": len(lines),
-                    "search_text": search_text,
-                    "topic_embedding": vector,
-                    "block_map": block_map,
-                    "archived": is_archived(item.rel_path),
-                    "state": IndexEntry.State.PRESENT,
-                    "last_seen_at": now,
-                    "indexed_at": now,
-                    "last_error": "",
-                },
-            )
-            IndexEntry.objects.filter(pk=entry.pk).update(
-                search_vector=SearchVector(Value(search_text), config="german"),
-                search_vector_simple=SearchVector(Value(search_text), config="simple"),
-            )
-            IndexBlock.objects.filter(entry=entry).delete()
-            IndexBlock.objects.bulk_create(
-                [
-                    IndexBlock(
-                        entry=entry,
-                        ordinal=i,
-                        kind=b["kind"],
-                        heading=b["heading"],
-                        line_start=b["line_start"],
-                        line_end=b["line_end"],
-                        block_hash=b["hash"],
-                        embedding=block_vectors.get(b["hash"]) if b["embed"] else None,
-                    )
-                    for i, b in enumerate(blocks)
-                ]
-            )
-            # Read back: an unverified write is a failure, never a success.
-            stored = (
-                IndexEntry.objects.filter(pk=entry.pk).values_list("inhalt_hash", flat=True).first()
-            )
-            if stored != digest:
-                raise RuntimeError("index row did not read back")
-        self.counts["new" if is_new else "changed"] += 1
-        self.notes[f"quelle_{source}"] += 1
+    def learn_pending(self) -> None:
+        """Learn the files waiting in the batch through the indexing service."""
+        batch, self.pending = self.pending, []
+        if not batch:
+            return
+        index_entries_refresh(items=batch, on_result=self.learned)
 
-    def block_rows(self, lines: list[str], block_map: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        rows: list[dict[str, Any]] = []
-        sections = 0
-        for block in block_map:
-            text = _block_text(lines, block)
-            embed_it = block["kind"] == "section" and sections < MAX_EMBEDDED_BLOCKS
-            if block["kind"] == "section":
-                sections += 1
-            body = f"{block['heading']}\n{text}" if block["heading"] else text
-            rows.append(
-                {
-                    **block,
-                    "hash": hashlib.sha256(body.encode("utf-8", "replace")).hexdigest(),
-                    "text": body,
-                    "embed": embed_it and bool(body.strip()),
-                }
-            )
-        return rows
+    def learned(self, result: RefreshResult) -> None:
+        if result.status == RefreshStatus.FAILED:
+            self.error(result.step, result.rel_path, result.message)
+            return
+        for note in result.notes:
+            self.notes[note] += 1
+        self.notes[f"quelle_{result.source}"] += 1
+        self.counts["new" if result.status == RefreshStatus.NEW else "changed"] += 1
+        hook(AFTER_WRITE)
 
-    def finish(self, existing: dict[str, tuple[Any, ...]]) -> None:
+    def finish(self, existing: dict[str, Known]) -> None:
         now = timezone.now()
         gone = [
             path
-            for path, row in existing.items()
-            if path not in self.present and row[6] == IndexEntry.State.PRESENT
+            for path, known in existing.items()
+            if path not in self.present and known.state == IndexEntry.State.PRESENT
         ]
         for start in range(0, len(gone), 2000):
             batch = gone[start : start + 2000]
@@ -431,59 +364,123 @@ class _Run:
                 root=self.root, rel_path__in=self.touched_unchanged[start : start + 5000]
             ).update(last_seen_at=now)
         self.counts["gone"] = len(gone)
-        self.counts["skipped"] = dict(sorted(self.skipped.items()))
-        self.counts["error_steps"] = dict(sorted(self.error_steps.items()))
-        self.counts["errors"] = sum(self.error_steps.values())
-        self.counts["notes"] = dict(sorted(self.notes.items()))
-
-
-def _mtime(item: scan.Found) -> Any:
-    from datetime import UTC, datetime
-
-    return datetime.fromtimestamp(item.mtime_ns / 1e9, tz=UTC)
 
 
 def wants_full_hash(root: FileRoot) -> bool:
     if not settings.FILES_FAST_PATH or root.last_full_hash_at is None:
         return True
-    every = settings.FILES_FULL_HASH_EVERY_S
+    every: int = settings.FILES_FULL_HASH_EVERY_S
     return every == 0 or timezone.now() - root.last_full_hash_at >= timedelta(seconds=every)
 
 
 def index_root_run(
-    *, root_id: int, full_hash: bool | None = None, on_progress: ProgressFn | None = None
+    *,
+    root_id: int,
+    full_hash: bool | None = None,
+    on_progress: ProgressFn | None = None,
+    run_id: int | None = None,
 ) -> RunReport:
-    """Walk one active root and bring its index up to date. Idempotent; safe to kill."""
+    """Walk one active root and bring its index up to date. Idempotent; safe to kill.
+
+    ``run_id`` names the waiting ``IndexRun`` row this call runs (``index_run_enqueue``); a
+    call without one (command line, tests) gets a row of its own. The report carries the id.
+    """
     with root_lock(root_id) as got:
         if not got:
-            return RunReport(root_id, "laeuft_schon")
-        root = FileRoot.objects.filter(pk=root_id).first()
-        if root is None or root.state != FileRoot.State.ACTIVE:
-            return RunReport(root_id, "nicht_aktiv")
+            if run_id is not None:
+                run_skip(
+                    run_id=run_id,
+                    note="Entfallen: ein anderer Lauf dieses Ordners lief gerade und deckt ihn ab.",
+                )
+            return RunReport(root_id, "laeuft_schon", run_id=run_id)
+        root = FileRoot.objects.select_related("user").filter(pk=root_id).first()
+        if root is None:
+            return RunReport(root_id, "nicht_aktiv", run_id=run_id)
         full = wants_full_hash(root) if full_hash is None else full_hash
-        started = timezone.now()
-        FileRoot.objects.filter(pk=root.pk).update(last_run_started_at=started)
-        run = _Run(root, full_hash=full, on_progress=on_progress)
+        run = run_claim(root=root, run_id=run_id, full_hash=full)
+        if run is None:
+            # A redelivered message of a run that beat requeued (or that finished): stale.
+            return RunReport(root_id, "ersetzt", full, run_id=run_id)
+        report = RunReport(root_id, "abgebrochen", full, run_id=run.pk)
         try:
-            counts = run.execute()
-        except scan.RootMissing:
-            counts = empty_counts()
-            counts["root_missing"] = True
-            FileRoot.objects.filter(pk=root.pk).update(
-                last_error=f"Das Verzeichnis {root.path} ist nicht mehr da oder nicht lesbar; "
-                "die Indexzeilen bleiben erhalten.",
-                last_counts=counts,
-                last_run_finished_at=timezone.now(),
-                progress={"done": 0, "total": 0, "running": False},
-            )
-            return RunReport(root_id, "verzeichnis_fehlt", full, counts)
-        counts["full_hash"] = full
-        updates: dict[str, Any] = {
-            "last_counts": counts,
-            "last_run_finished_at": timezone.now(),
-            "last_error": "",
-        }
-        if full:
-            updates["last_full_hash_at"] = started
-        FileRoot.objects.filter(pk=root.pk).update(**updates)
-        return RunReport(root_id, "fertig", full, counts)
+            report = _index_root(root, run, full=full, on_progress=on_progress)
+        finally:
+            if report.outcome == "abgebrochen":
+                # An exception escaped (not a kill: that leaves the row to beat's reaper).
+                run_publish(
+                    run=run,
+                    state=IndexRun.State.ABORTED,
+                    done=int((run.progress or {}).get("done", 0)),
+                    total=int((run.progress or {}).get("total", 0)),
+                    counts=run.counts or {},
+                    finished=True,
+                    note="Der Lauf brach mit einem Fehler ab; der nächste Lauf versucht es wieder.",
+                )
+        return report
+
+
+def _index_root(
+    root: FileRoot, run: IndexRun, *, full: bool, on_progress: ProgressFn | None
+) -> RunReport:
+    if root.state != FileRoot.State.ACTIVE:
+        run_publish(
+            run=run,
+            state=IndexRun.State.NOT_ACTIVE,
+            done=0,
+            total=0,
+            counts={},
+            finished=True,
+            note="Der Ordner ist nicht aktiv; nichts gelesen.",
+        )
+        return RunReport(root.pk, "nicht_aktiv", full, run_id=run.pk)
+    # DESIGN.md "Files": boundary and resolved path again at every run (a swapped link).
+    fence = root_path_still_valid(root, user=root.user)
+    if fence.refused:
+        run_publish(
+            run=run,
+            state=IndexRun.State.ABORTED,
+            done=0,
+            total=0,
+            counts={},
+            finished=True,
+            note=fence.reason,
+            root_fields={"last_error": fence.reason},
+        )
+        return RunReport(root.pk, fence.outcome, full, run_id=run.pk)
+    started = run.started_at or timezone.now()
+    worker = _Run(root, run, full_hash=full, on_progress=on_progress)
+    try:
+        total, counts = worker.execute()
+    except scan.RootMissing:
+        counts = empty_counts()
+        counts["root_missing"] = True
+        message = (
+            f"Das Verzeichnis {root.path} ist nicht mehr da oder nicht lesbar; "
+            "die Indexzeilen bleiben erhalten."
+        )
+        run_publish(
+            run=run,
+            state=IndexRun.State.ROOT_MISSING,
+            done=0,
+            total=0,
+            counts=counts,
+            finished=True,
+            note=message,
+            root_fields={"last_error": message},
+        )
+        return RunReport(root.pk, "verzeichnis_fehlt", full, counts, run_id=run.pk)
+    root_fields: dict[str, Any] = {"last_error": ""}
+    if full:
+        root_fields["last_full_hash_at"] = started
+    run_publish(
+        run=run,
+        state=IndexRun.State.DONE,
+        done=total,
+        total=total,
+        counts=counts,
+        finished=True,
+        root_fields=root_fields,
+    )
+    if on_progress is not None:
+        on_progress(total, total)
+    return RunReport(root.pk, "fertig", full, counts, run_id=run.pk)

@@ -1,0 +1,415 @@
+"""The one indexing path: parsed text of a file in, its index row and block rows out.
+
+``index_entry_refresh`` / ``index_entries_refresh`` are what the watcher, the test corpus
+(files/tests/corpus.py) and the benchmarks call, so every figure measured on an index is
+measured on the product's own rows (issue: truth pass). A file's learning step:
+
+1. twin detection: a file whose content hash is already learned in the root (moved, copied,
+   come back) takes over that enrichment and those embeddings — no model call;
+2. otherwise the block map and the enrichment (model or offline extraction);
+3. keywords: the enrichment's terms plus the words of every heading. DESIGN.md "Files":
+   headings and block titles are keywords of their block (and of the file, so the lexical gate
+   lets "Was weißt du über Seladon?" reach a note with the heading ``## Seladon``). Only heading
+   words and a few extracted terms per block — never every word, so "nothing relevant" stays
+   expressible;
+4. embeddings in one batched call for all files of a batch (topic text + blocks that changed);
+5. the upsert of the entry and its block rows (text, keywords, both search vectors) in one
+   transaction per file, and a read-back: an unverified write is a failure, never a success.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from enum import StrEnum
+from typing import Any
+
+from django.contrib.postgres.search import SearchVector
+from django.db import transaction
+from django.db.models import Value
+from django.utils import timezone
+
+from files.models import FileRoot, IndexBlock, IndexEntry
+from files.watcher.enrich import block_terms, enrich, heading_terms
+from files.watcher.structure import struktur_analysieren
+from novaberg.embeddings import EmbeddingError, embed
+
+SEARCH_TEXT_MAX = 200_000
+BLOCK_TEXT_MAX = 50_000
+# A block's embedding sees its first characters only (the model truncates anyway).
+BLOCK_EMBED_CHARS = 1000
+MAX_EMBEDDED_BLOCKS = 32
+# Per block: its heading words plus this many of its own extracted terms.
+BLOCK_OWN_TERMS = 5
+# Per file: the enrichment's keywords plus at most this many heading words.
+FILE_HEADING_TERMS = 32
+ARCHIVE_SEGMENTS = {"archive", "archiv"}
+
+
+class RefreshStatus(StrEnum):
+    NEW = "neu"
+    CHANGED = "geaendert"
+    FAILED = "fehler"
+
+
+@dataclass(frozen=True)
+class FileToIndex:
+    """One file's parsed text and where it came from. ``digest`` is the sha256 of the file's
+    bytes (the change key); the fingerprint fields feed the watcher's fast path and may be
+    None where no file on disk stands behind the text."""
+
+    root: FileRoot
+    rel_path: str
+    format: str
+    digest: str
+    text: str
+    size: int
+    mtime_ns: int | None = None
+    ctime_ns: int | None = None
+    inode: int | None = None
+
+
+@dataclass(frozen=True)
+class RefreshResult:
+    rel_path: str
+    status: RefreshStatus
+    entry_id: int | None = None
+    # "llm" | "offline" | "extraktion_ersatz" | "wiedererkannt"
+    source: str = ""
+    notes: tuple[str, ...] = ()
+    # Set when status is FAILED: a named step and a German sentence.
+    step: str = ""
+    message: str = ""
+
+
+@dataclass(frozen=True)
+class BlockRow:
+    ordinal: int
+    kind: str
+    heading: str
+    line_start: int
+    line_end: int
+    text: str
+    block_hash: str
+    keywords: list[str]
+    embed: bool
+    embed_text: str
+
+
+@dataclass
+class _Prepared:
+    item: FileToIndex
+    is_new: bool
+    topic: str
+    summary: str
+    keywords: list[str]
+    embed_keywords: list[str]
+    block_map: list[dict[str, Any]]
+    blocks: list[BlockRow]
+    vector: list[float] | None
+    block_vectors: dict[str, list[float]]
+    source: str
+    notes: list[str] = field(default_factory=list)
+    # A copy of another file of the same batch: takes that file's vectors once they exist.
+    copy_of: _Prepared | None = None
+
+
+class _NotVerified(Exception):
+    pass
+
+
+def is_archived(rel_path: str) -> bool:
+    parts = rel_path.split("/")[:-1]
+    return any(p.lower() in ARCHIVE_SEGMENTS for p in parts)
+
+
+def embedding_text(topic: str, summary: str, keywords: list[str]) -> str:
+    """The text the file's topic embedding is computed from."""
+    return " ".join(part for part in (topic, summary, ", ".join(keywords)) if part)
+
+
+def _merge(*groups: Sequence[str], limit: int | None = None) -> list[str]:
+    seen: set[str] = set()
+    out: list[str] = []
+    for group in groups:
+        for word in group:
+            key = word.lower()
+            if word and key not in seen:
+                seen.add(key)
+                out.append(word[:100])
+    return out[:limit] if limit is not None else out
+
+
+def block_rows(text: str, block_map: list[dict[str, Any]]) -> list[BlockRow]:
+    """One row per block of the block map: its parsed lines, a hash over what is embedded (so
+    an unchanged block keeps its vector), its keywords (heading words first)."""
+    lines = text.splitlines()
+    rows: list[BlockRow] = []
+    sections = 0
+    for ordinal, block in enumerate(block_map):
+        start, end = int(block["line_start"]), int(block["line_end"])
+        body = "\n".join(lines[start - 1 : end])
+        heading = str(block.get("heading") or "")
+        embed_body = body[:BLOCK_EMBED_CHARS]
+        embed_text = f"{heading}\n{embed_body}" if heading else embed_body
+        is_section = block["kind"] == "section"
+        embed_it = is_section and sections < MAX_EMBEDDED_BLOCKS and bool(embed_text.strip())
+        if is_section:
+            sections += 1
+        rows.append(
+            BlockRow(
+                ordinal=ordinal,
+                kind=str(block["kind"]),
+                heading=heading,
+                line_start=start,
+                line_end=end,
+                text=body[:BLOCK_TEXT_MAX],
+                block_hash=hashlib.sha256(embed_text.encode("utf-8", "replace")).hexdigest(),
+                keywords=_merge(heading_terms(heading), block_terms(body, BLOCK_OWN_TERMS)),
+                embed=embed_it,
+                embed_text=embed_text,
+            )
+        )
+    return rows
+
+
+def file_keywords(enriched: list[str], block_map: list[dict[str, Any]]) -> list[str]:
+    """The file row's keywords: the enrichment's, then the words of its section headings."""
+    heads = [
+        word
+        for b in block_map
+        if b.get("kind") == "section" and b.get("heading")
+        for word in heading_terms(str(b["heading"]))
+    ]
+    return _merge(enriched, _merge(heads, limit=FILE_HEADING_TERMS))
+
+
+def _prepare(item: FileToIndex, twins: dict[str, _Prepared]) -> _Prepared:
+    is_new = not IndexEntry.objects.filter(root=item.root, rel_path=item.rel_path).exists()
+    earlier = twins.get(item.digest)
+    twin = (
+        IndexEntry.objects.filter(root=item.root, inhalt_hash=item.digest, indexed_at__isnull=False)
+        .exclude(rel_path=item.rel_path)
+        .first()
+    )
+    if earlier is not None:
+        # A copy inside the same batch: the first one's enrichment, vectors filled in later.
+        prepared = _Prepared(
+            item=item,
+            is_new=is_new,
+            topic=earlier.topic,
+            summary=earlier.summary,
+            keywords=list(earlier.keywords),
+            embed_keywords=list(earlier.embed_keywords),
+            block_map=earlier.block_map,
+            blocks=earlier.blocks,
+            vector=None,
+            block_vectors={},
+            source="wiedererkannt",
+            notes=["wiedererkannt"],
+            copy_of=earlier,
+        )
+    elif twin is not None:
+        # Moved or copied: same content, same enrichment; no model call, no embedding.
+        prepared = _Prepared(
+            item=item,
+            is_new=is_new,
+            topic=twin.topic,
+            summary=twin.summary,
+            keywords=list(twin.keywords),
+            embed_keywords=list(twin.keywords),
+            block_map=twin.block_map,
+            blocks=block_rows(item.text, twin.block_map),
+            vector=list(twin.topic_embedding) if twin.topic_embedding is not None else None,
+            block_vectors={
+                b.block_hash: list(b.embedding)
+                for b in twin.blocks.all()
+                if b.embedding is not None
+            },
+            source="wiedererkannt",
+            notes=["wiedererkannt"],
+        )
+    else:
+        block_map = struktur_analysieren(item.text, item.format)
+        enrichment = enrich(item.text, item.rel_path, block_map)
+        prepared = _Prepared(
+            item=item,
+            is_new=is_new,
+            topic=enrichment.topic,
+            summary=enrichment.summary,
+            keywords=file_keywords(enrichment.keywords, block_map),
+            embed_keywords=list(enrichment.keywords),
+            block_map=block_map,
+            blocks=block_rows(item.text, block_map),
+            vector=None,
+            block_vectors={},
+            source=enrichment.source,
+            notes=list(enrichment.notes),
+        )
+        twins.setdefault(item.digest, prepared)
+    # Blocks whose text did not change keep their vectors (an edit re-embeds only its block).
+    if prepared.copy_of is None and any(
+        b.embed and b.block_hash not in prepared.block_vectors for b in prepared.blocks
+    ):
+        for old in IndexBlock.objects.filter(
+            entry__root=item.root, entry__rel_path=item.rel_path, embedding__isnull=False
+        ):
+            if old.embedding is not None:
+                prepared.block_vectors.setdefault(old.block_hash, list(old.embedding))
+    return prepared
+
+
+def _embed_batch(batch: list[_Prepared]) -> None:
+    """One embedding call for every missing vector of the batch (topics and blocks)."""
+    texts: list[str] = []
+    slots: list[tuple[_Prepared, str | None]] = []  # (file, block hash or None for the topic)
+    for p in batch:
+        if p.vector is None:
+            texts.append(embedding_text(p.topic, p.summary, p.embed_keywords))
+            slots.append((p, None))
+        wanted: set[str] = set()
+        for b in p.blocks:
+            if b.embed and b.block_hash not in p.block_vectors and b.block_hash not in wanted:
+                wanted.add(b.block_hash)
+                texts.append(b.embed_text)
+                slots.append((p, b.block_hash))
+    if not texts:
+        return
+    vectors = embed(texts)
+    for (p, block_hash), vector in zip(slots, vectors, strict=True):
+        if block_hash is None:
+            p.vector = vector
+        else:
+            p.block_vectors[block_hash] = vector
+
+
+def _mtime(mtime_ns: int | None) -> datetime | None:
+    return None if mtime_ns is None else datetime.fromtimestamp(mtime_ns / 1e9, tz=UTC)
+
+
+@transaction.atomic
+def _write(p: _Prepared) -> int:
+    item = p.item
+    now = timezone.now()
+    search_text = "\n".join([item.rel_path, p.topic, p.summary, " ".join(p.keywords), item.text])[
+        :SEARCH_TEXT_MAX
+    ]
+    entry, _ = IndexEntry.objects.update_or_create(
+        root=item.root,
+        rel_path=item.rel_path,
+        defaults={
+            "format": item.format,
+            "size": item.size,
+            "mtime": _mtime(item.mtime_ns),
+            "mtime_ns": item.mtime_ns,
+            "ctime_ns": item.ctime_ns,
+            "inode": item.inode,
+            "inhalt_hash": item.digest,
+            "topic": p.topic,
+            "summary": p.summary,
+            "keywords": p.keywords,
+            "line_count": len(item.text.splitlines()),
+            "search_text": search_text,
+            "topic_embedding": p.vector,
+            "block_map": p.block_map,
+            "archived": is_archived(item.rel_path),
+            "state": IndexEntry.State.PRESENT,
+            "last_seen_at": now,
+            "indexed_at": now,
+            "last_error": "",
+        },
+    )
+    IndexEntry.objects.filter(pk=entry.pk).update(
+        search_vector=SearchVector(Value(search_text), config="german"),
+        search_vector_simple=SearchVector(Value(search_text), config="simple"),
+    )
+    IndexBlock.objects.filter(entry=entry).delete()
+    IndexBlock.objects.bulk_create(
+        [
+            IndexBlock(
+                entry=entry,
+                ordinal=b.ordinal,
+                kind=b.kind,
+                heading=b.heading,
+                line_start=b.line_start,
+                line_end=b.line_end,
+                block_hash=b.block_hash,
+                embedding=p.block_vectors.get(b.block_hash) if b.embed else None,
+                text=b.text,
+                keywords=b.keywords,
+            )
+            for b in p.blocks
+        ]
+    )
+    # The block's search vectors from its stored text (heading line included), one statement.
+    IndexBlock.objects.filter(entry=entry).update(
+        search_vector=SearchVector("text", config="german"),
+        search_vector_simple=SearchVector("text", config="simple"),
+    )
+    # Read back: an unverified write is a failure, never a success.
+    stored = IndexEntry.objects.filter(pk=entry.pk).values_list("inhalt_hash", flat=True).first()
+    block_count = IndexBlock.objects.filter(entry=entry, search_vector__isnull=False).count()
+    if stored != item.digest or block_count != len(p.blocks):
+        raise _NotVerified
+    return entry.pk
+
+
+def index_entries_refresh(
+    *,
+    items: Sequence[FileToIndex],
+    on_result: Callable[[RefreshResult], None] | None = None,
+) -> list[RefreshResult]:
+    """Learn ``items`` (new or changed files of one or more roots), one result per item in
+    order. Embeddings are computed in one batched call; each file is written and verified in
+    its own transaction, so a kill between two files leaves only whole files behind.
+    ``on_result`` is called with each file's result as soon as that file is settled."""
+    twins: dict[str, _Prepared] = {}
+    batch = [_prepare(item, twins) for item in items]
+    try:
+        _embed_batch([p for p in batch if p.copy_of is None])
+    except EmbeddingError as exc:
+        failed = [
+            RefreshResult(
+                p.item.rel_path,
+                RefreshStatus.FAILED,
+                step=f"einbettung_{exc.step}",
+                message=f"Die Einbettung ließ sich nicht berechnen: {exc.message or exc.step}",
+            )
+            for p in batch
+        ]
+        for result in failed:
+            if on_result is not None:
+                on_result(result)
+        return failed
+    results: list[RefreshResult] = []
+    for p in batch:
+        if p.copy_of is not None:
+            p.vector, p.block_vectors = p.copy_of.vector, p.copy_of.block_vectors
+        try:
+            entry_id = _write(p)
+        except _NotVerified:
+            result = RefreshResult(
+                p.item.rel_path,
+                RefreshStatus.FAILED,
+                step="nicht_verifiziert",
+                message="Die Indexzeile ließ sich nach dem Schreiben nicht bestätigen.",
+            )
+        else:
+            result = RefreshResult(
+                p.item.rel_path,
+                RefreshStatus.NEW if p.is_new else RefreshStatus.CHANGED,
+                entry_id=entry_id,
+                source=p.source,
+                notes=tuple(p.notes),
+            )
+        results.append(result)
+        if on_result is not None:
+            on_result(result)
+    return results
+
+
+def index_entry_refresh(*, item: FileToIndex) -> RefreshResult:
+    """Learn one file (see ``index_entries_refresh``)."""
+    return index_entries_refresh(items=[item])[0]
