@@ -17,12 +17,16 @@ from knowledge import library, marks, selectors
 from knowledge.models import KnowledgeEdit, KnowledgeEntry
 from knowledge.tools import datei_lesen, knowledge_edit_undo
 from novaberg.api_errors import ApplicationError
+from novaberg.auth import request_user
 
 
 class SourceSerializer(serializers.Serializer):
     path = serializers.CharField()
     lines = serializers.CharField(allow_blank=True)
     hash = serializers.CharField(allow_blank=True)
+    mark = serializers.CharField(
+        allow_blank=True, help_text='"Quelle geändert seit dem Lernen" while the gap is open'
+    )
 
 
 class KnowledgeEntrySerializer(serializers.Serializer):
@@ -87,19 +91,12 @@ class RefusalSerializer(serializers.Serializer):
     reason = serializers.CharField()
 
 
-def _sources(entry: KnowledgeEntry) -> list[dict[str, str]]:
-    return [
-        {
-            "path": str(item.get("path", "")),
-            "lines": str(item.get("lines", "")),
-            "hash": str(item.get("hash", "")),
-        }
-        for item in entry.sources or []
-        if isinstance(item, dict)
-    ]
+def _sources(states: list[selectors.SourceState]) -> list[dict[str, str]]:
+    return [{"path": s.path, "lines": s.lines, "hash": s.hash, "mark": s.label} for s in states]
 
 
-def entry_json(entry: KnowledgeEntry) -> dict[str, Any]:
+def entry_json(entry: KnowledgeEntry, states: list[selectors.SourceState]) -> dict[str, Any]:
+    """``states``: the entry's sources compared with the index now (the re-opener)."""
     return {
         "id": entry.pk,
         "path": entry.path,
@@ -107,7 +104,7 @@ def entry_json(entry: KnowledgeEntry) -> dict[str, Any]:
         "version": entry.version,
         "haeufigkeit": entry.haeufigkeit,
         "verstaerkt_am": entry.verstaerkt_am,
-        "sources": _sources(entry),
+        "sources": _sources(states),
     }
 
 
@@ -137,7 +134,10 @@ class KnowledgeListApi(APIView):
         operation_id="knowledge_list", responses={200: KnowledgeEntrySerializer(many=True)}
     )
     def get(self, request: Request) -> Response:
-        rows = [entry_json(e) for e in selectors.entry_list(user=request.user)]
+        user = request_user(request)
+        entries = list(selectors.entry_list(user=user))
+        states = selectors.source_states(user=user, entries=entries)
+        rows = [entry_json(e, states.get(e.pk, [])) for e in entries]
         return Response(KnowledgeEntrySerializer(rows, many=True).data)
 
 
@@ -151,13 +151,15 @@ class KnowledgeDetailApi(APIView):
         if entry is None:
             raise Http404
         read = datei_lesen(user=request.user, character=entry.character, path=entry.path)
+        user = request_user(request)
+        states = selectors.source_states(user=user, entries=[entry]).get(entry.pk, [])
         data = {
-            **entry_json(entry),
+            **entry_json(entry, states),
             "typ": entry.typ,
             "summary": entry.summary,
             "keywords": list(entry.keywords),
             "effektives_gewicht": round(library.entry_effective_weight(entry), 4),
-            "quelle_geaendert": entry.quelle_geaendert,
+            "quelle_geaendert": entry.quelle_geaendert or any(s.label for s in states),
             "text": read.text if read.ok else None,
             "text_step": "" if read.ok else str(read.step),
         }

@@ -151,3 +151,38 @@ def dense_floor() -> float:
     taken from the file index's measurement on the same model until the library is
     calibrated on its own rows."""
     return _float("KNOWLEDGE_DENSE_FLOOR", float(settings.FILES_DENSE_FLOOR_FALLBACK))
+
+
+# --- the per-turn context source ([EIGENES WISSEN]) -----------------------------------------
+
+
+def context_k() -> int:
+    """At most this many knowledge files per turn (the file index's K)."""
+    return _int("KNOWLEDGE_CONTEXT_K", int(settings.FILES_RETRIEVAL_K), minimum=1)
+
+
+def context_floor() -> float:
+    """The per-turn floor: ``KNOWLEDGE_DENSE_FLOOR`` when set; else the file index's floor
+    calibrated for the active embedding model (``files.search.active_floor``: one space, one
+    calibration — the library rows are embedded with the same model and the same kind of
+    text, topic + summary + keywords); else the documented fallback."""
+    if _raw("KNOWLEDGE_DENSE_FLOOR") is not None:
+        return dense_floor()
+    from files.search import active_floor
+
+    return float(active_floor().value)
+
+
+def excerpt_chars() -> int:
+    """Longest excerpt of a knowledge file shown in [EIGENES WISSEN]."""
+    return _int("KNOWLEDGE_EXCERPT_CHARS", 600, minimum=50)
+
+
+def learn_max_sentences() -> int:
+    """Offline distillate of a released file: at most this many sentences."""
+    return _int("KNOWLEDGE_LEARN_MAX_SENTENCES", 6, minimum=1)
+
+
+def zone_scan_every_s() -> float:
+    """How often beat looks for files changed or removed by hand in the zone."""
+    return _float("KNOWLEDGE_ZONE_SCAN_EVERY_S", 300.0, minimum=10.0)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
 from django.db import connection
@@ -21,6 +21,9 @@ from django.db.models import QuerySet
 from conversation.models import MemoryEntry
 from knowledge import conf
 from knowledge.models import KnowledgeEdit, KnowledgeEntry, RueckwegRun
+
+if TYPE_CHECKING:
+    from django.contrib.auth.models import User
 
 CHANNEL_DENSE = "dicht"
 CHANNEL_LEXICAL = "lexikalisch"
@@ -237,3 +240,88 @@ def memories_pending_rueckweg(*, limit: int | None = None) -> list[int]:
     limit_attempts = conf.rueckweg_max_attempts()
     ids = [pk for pk in qs if failed.get(pk, 0) < limit_attempts]
     return ids[:limit] if limit else ids
+
+
+# --- the re-opener (seed 004 v0.9 §5.2a) ----------------------------------------------------
+
+SOURCE_CHANGED = "Quelle geändert seit dem Lernen"
+SOURCE_GONE = "Quelle nicht mehr vorhanden"
+
+
+@dataclass(frozen=True)
+class SourceState:
+    """One learned source of a knowledge file, compared with the file index now."""
+
+    path: str
+    lines: str
+    hash: str
+    root_id: int | None
+    changed: bool
+    gone: bool
+
+    @property
+    def label(self) -> str:
+        if self.gone:
+            return SOURCE_GONE
+        return SOURCE_CHANGED if self.changed else ""
+
+
+def source_states(*, user: User, entries: list[KnowledgeEntry]) -> dict[int, list[SourceState]]:
+    """For each entry, its learned sources with the gap computed against the index: a source
+    whose ``inhalt_hash`` differs from ``zuletzt_gelernt_hash`` (or from the hash the entry
+    learned) is changed until it is relearned; a source no longer present is gone. One query
+    for all entries; only the requesting person's index rows are read."""
+    from files.models import FileRoot, IndexEntry
+
+    wanted: set[str] = set()
+    for entry in entries:
+        for src in entry.sources or []:
+            if isinstance(src, dict) and src.get("path"):
+                wanted.add(str(src["path"]))
+    rows: dict[tuple[int, int | None, str], list[Any]] = {}
+    if wanted:
+        for row in IndexEntry.objects.filter(
+            root__user=user, rel_path__in=sorted(wanted)
+        ).values_list(
+            "root__character_id", "root_id", "rel_path", "inhalt_hash", "zuletzt_gelernt_hash",
+            "state", "root__state",
+        ):  # fmt: skip
+            rows.setdefault((row[0], row[1], row[2]), []).append(row)
+            rows.setdefault((row[0], None, row[2]), []).append(row)
+    out: dict[int, list[SourceState]] = {}
+    for entry in entries:
+        states: list[SourceState] = []
+        for src in entry.sources or []:
+            if not isinstance(src, dict) or not src.get("path"):
+                continue
+            root_id = src.get("root_id") if isinstance(src.get("root_id"), int) else None
+            path, learned = str(src["path"]), str(src.get("hash") or "")
+            found = rows.get((entry.character_id, root_id, path)) or []
+            present = [
+                r for r in found
+                if r[5] == IndexEntry.State.PRESENT and r[6] == FileRoot.State.ACTIVE
+            ]  # fmt: skip
+            gone = not present
+            changed = bool(present) and any(
+                r[3] != (r[4] or "") or (learned and r[3] != learned) for r in present
+            )
+            states.append(
+                SourceState(
+                    path=path,
+                    lines=str(src.get("lines") or ""),
+                    hash=learned,
+                    root_id=root_id,
+                    changed=changed,
+                    gone=gone,
+                )
+            )
+        out[entry.pk] = states
+    return out
+
+
+def entries_with_changed_sources(*, user: User, entries: list[KnowledgeEntry]) -> set[int]:
+    return {
+        pk
+        for pk, states in source_states(user=user, entries=entries).items()
+        if any(s.changed or s.gone for s in states)
+    }

@@ -63,6 +63,8 @@ def restore_registry() -> Iterator[None]:
     sources = {s.name: s for s in context.composer_sources()}
     contracts = {c.name: c for c in context.contract_blocks()}
     checks = {c.name: c for c in context.reply_checks()}
+    # The knowledge app's real [EIGENES WISSEN] source makes room for the stand-in.
+    context.unregister("knowledge")
     yield
     for name in {s.name for s in context.composer_sources()} - set(sources):
         context.unregister(name)
@@ -85,6 +87,7 @@ def test_plug_ins_fill_their_slots_in_both_prompts() -> None:
     assert context.composer_order() == [
         "AUFGABE",
         "GEDAECHTNIS",
+        "EIGENES WISSEN",
         "AUFZEICHNUNGEN",
         "SACHLAGE",
         "GESPRAECHSVEKTOR",
