@@ -14,7 +14,9 @@ recalls).
 
 from __future__ import annotations
 
+import logging
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
@@ -30,6 +32,8 @@ from pgvector.django import CosineDistance
 from conversation import context
 from conversation.models import Character, MemoryEntry, Session, Turn
 from conversation.pipeline.words import content_words, overlap
+
+logger = logging.getLogger(__name__)
 
 RESTATEMENT_SHARE = 0.6  # share of a candidate's content words found in one injected block
 RECALL_SHARE = 0.8  # share of a candidate's content words found in one recalled memory
@@ -208,6 +212,29 @@ def memory_store(
     return created
 
 
+# --- promotion listeners ------------------------------------------------------------------------
+
+PromotionListener = Callable[[list[int]], None]
+_PROMOTION_LISTENERS: dict[str, PromotionListener] = {}
+
+
+def on_promoted(name: str, callback: PromotionListener) -> None:
+    """Call ``callback(ids)`` after the commit that promoted memories to long-term memory (the
+    knowledge app's return path registers here in its ``ready()``; conversation imports no
+    app). Registering the same ``name`` again replaces the callback."""
+    _PROMOTION_LISTENERS[name] = callback
+
+
+def _notify_promoted(ids: list[int]) -> None:
+    for name, callback in list(_PROMOTION_LISTENERS.items()):
+        try:
+            callback(list(ids))
+        except Exception:
+            # After the commit: the promotion stands; a listener that failed is named here, and
+            # its own periodic run picks the memories up later.
+            logger.exception("promotion listener %s failed for memories %s", name, ids)
+
+
 @transaction.atomic
 def memory_recall(*, user: User, character: Character, ids: list[int]) -> list[int]:
     """Memories shown in [GEDAECHTNIS] gain salience; those reaching the threshold are promoted
@@ -228,6 +255,7 @@ def memory_recall(*, user: User, character: Character, ids: list[int]) -> list[i
         MemoryEntry.objects.filter(pk__in=promote).update(
             kind=MemoryEntry.Kind.LONG, promoted_at=timezone.now(), expires_at=None
         )
+        transaction.on_commit(lambda: _notify_promoted(promote))
     return promote
 
 
