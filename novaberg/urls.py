@@ -32,6 +32,7 @@ urlpatterns = [
     path("admin/", admin.site.urls),
     path("api/", include(api_patterns)),
     path("", include("files.urls")),
+    path("", include("knowledge.urls")),
     path("", include("conversation.urls")),
 ]
 
