@@ -230,7 +230,7 @@ def quality() -> tuple[str, list[float]]:
     md = (
         f"Labelled set: {len(labelled)} German questions "
         f"({sum(1 for q in labelled if not q.relevant)} without a relevant file) over "
-        f"{files} files of bench/corpus. Index path: `{calibration.INDEX_PATH}` on the real "
+        f"{files} files of bench/corpus. Index path: `{calibration.index_path()}` on the real "
         "folder. Split: "
         f"{split.describe()}.\n\n"
         f"Dense floor calibrated on the calibration split: **{calib.floor:.2f}** (best "

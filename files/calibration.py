@@ -35,8 +35,18 @@ if TYPE_CHECKING:
 
 SPLIT_CALIBRATION = "kalibrierung"
 SPLIT_SCORING = "bewertung"
-# The index path every figure of this module is measured on (named in the bench tables).
-INDEX_PATH = "files.watcher.run.index_root_run (Wächter, Offline-Anreicherung)"
+
+
+def index_path() -> str:
+    """The index path every figure of this module is measured on (named in the bench tables)."""
+    from files.watcher import run
+
+    if hasattr(run, "index_entries_refresh"):
+        return (
+            "files.watcher.run.index_root_run → files.indexing.index_entries_refresh "
+            "(Wächter, Offline-Anreicherung)"
+        )
+    return "files.watcher.run.index_root_run (Wächter, Offline-Anreicherung)"
 
 
 class CalibrationError(Exception):

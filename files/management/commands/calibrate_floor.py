@@ -80,7 +80,7 @@ class Command(BaseCommand):
             raise CommandError(f"fehler ({exc.step}): {exc.message}") from exc
         label = embedding_model_label()
         self.stdout.write(f"Modell: {label}; {result.files} Dateien, {result.queries} Fragen")
-        self.stdout.write(f"Index: {calibration.INDEX_PATH}")
+        self.stdout.write(f"Index: {calibration.index_path()}")
         self.stdout.write(
             f"Teil: {options['split']} — {split.describe()}"
             if options["split"] != "alle"
