@@ -17,7 +17,12 @@ from rest_framework.views import APIView
 
 from directives import selectors, services
 from directives.models import Directive
-from novaberg.api_errors import ApplicationError, ErrorSerializer, NotFoundError
+from novaberg.api_errors import (
+    ApplicationError,
+    ConflictError,
+    ErrorSerializer,
+    NotFoundError,
+)
 from novaberg.auth import request_user
 
 
@@ -55,6 +60,9 @@ class DirectiveHistorySerializer(serializers.Serializer[dict[str, Any]]):
 
 
 def _ok(outcome: services.WriteOutcome) -> Directive:
+    if outcome.step == "schon_vorhanden":
+        # An active rule of the person has the same text (checked under the person's lock).
+        raise ConflictError(outcome.reason, step=outcome.step)
     if not outcome.ok or outcome.directive is None:
         error = NotFoundError if outcome.step == "keine_zeile" else ApplicationError
         raise error(
@@ -111,7 +119,8 @@ class DirectiveListApi(APIView):
 
     @extend_schema(
         request=DirectiveCreateSerializer,
-        responses={201: DirectiveSerializer, 400: ErrorSerializer},
+        responses={201: DirectiveSerializer, 400: ErrorSerializer, 409: ErrorSerializer},
+        description="409: an active rule of the person has the same text; nothing is written.",
     )
     def post(self, request: Request) -> Response:
         data = DirectiveCreateSerializer(data=request.data)
@@ -142,7 +151,12 @@ class DirectiveDetailApi(APIView):
 
     @extend_schema(
         request=DirectivePatchSerializer,
-        responses={200: DirectiveSerializer, 400: ErrorSerializer, 404: ErrorSerializer},
+        responses={
+            200: DirectiveSerializer,
+            400: ErrorSerializer,
+            404: ErrorSerializer,
+            409: ErrorSerializer,
+        },
     )
     def patch(self, request: Request, directive_id: int) -> Response:
         user = request_user(request)

@@ -8,19 +8,25 @@ person in its condition and must hit exactly one row, else step ``keine_zeile`` 
 
 from __future__ import annotations
 
+import re
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from django.contrib.auth.models import User
-from django.db import transaction
+from django.db import connection, transaction
 from django.utils import timezone
 
 from directives.models import Directive, DirectiveStep
 
 NOT_READ: dict[str, Any] = {"gelesen": False}
 MAX_TEXT_CHARS = 500
+ALREADY_THERE = "Diese Regel gibt es schon"  # the answer adds ": '<text>'."
+_WORD_RE = re.compile(r"[\wäöüß]+", re.IGNORECASE)
+# The first key of the person's advisory lock: "DIR\0", so that no other lock of the project
+# that keys on a user id waits on this one.
+_LOCK_NAMESPACE = 0x44495200
 
 
 @dataclass
@@ -39,6 +45,44 @@ class _WriteFailed(Exception):
         self.step = step
         self.reason = reason
         self.previous = previous or NOT_READ
+
+
+def words_of(text: str) -> list[str]:
+    return [w.lower() for w in _WORD_RE.findall(text or "")]
+
+
+def normalised_text(text: str) -> str:
+    """The key under which a rule exists once: its words, lower case, without punctuation."""
+    return " ".join(words_of(text))
+
+
+def _lock_person(user: User) -> None:
+    """Serialise every directive write of one person until the transaction ends.
+
+    The duplicate check of the validation runs before the question is asked; two sessions (or
+    ten API requests) can pass it at the same time. Under this lock the check runs again on
+    committed rows (READ COMMITTED: each statement sees what the previous holder committed), so
+    the second writer finds the first one's rule. An advisory lock, not ``FOR UPDATE`` on the
+    user row: that would also block every insert that references the person (turns, logs).
+    """
+    if connection.vendor != "postgresql":  # pragma: no cover - the project runs on PostgreSQL
+        User.objects.select_for_update().filter(pk=user.pk).first()
+        return
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_advisory_xact_lock(%s, %s)", [_LOCK_NAMESPACE, user.pk % 2**31])
+
+
+def _refuse_duplicate(*, user: User, text: str, except_id: int | None = None) -> None:
+    """Raise ``schon_vorhanden`` if an active rule of the person has the same normalised text.
+
+    Precondition: the person's lock is held (``_run_write``)."""
+    key = normalised_text(text)
+    rows = Directive.objects.filter(user=user, active=True)
+    if except_id is not None:
+        rows = rows.exclude(pk=except_id)
+    for existing in rows.values_list("text", flat=True):
+        if normalised_text(existing) == key:
+            raise _WriteFailed("schon_vorhanden", f"{ALREADY_THERE}: '{existing}'.")
 
 
 def new_request_id() -> str:
@@ -96,6 +140,8 @@ def _run_write(
     write: Callable[[str], WriteOutcome],
 ) -> WriteOutcome:
     request_id = request_id or new_request_id()
+    # seed 000 §6.2 again, inside the write: one rule exists once (see _lock_person).
+    _lock_person(user)
     if pending_id is not None:
         # Idempotent, keyed by the pending question: a repeated or resumed answer never writes
         # twice, even if the gate's own guard were bypassed.
@@ -207,6 +253,8 @@ def _set_active(*, user: User, directive_id: int, active: bool) -> dict[str, Any
             "keine_zeile", "Diese Direktive gibt es nicht (mehr) in dem erwarteten Zustand."
         )
     previous = row.snapshot()
+    if active:
+        _refuse_duplicate(user=user, text=row.text, except_id=row.pk)
     hit = Directive.objects.filter(user=user, pk=directive_id, active=not active).update(
         active=active, changed_at=timezone.now()
     )
@@ -227,6 +275,7 @@ def directive_create(
 ) -> WriteOutcome:
     def write(rid: str) -> WriteOutcome:
         cleaned = clean_text(text)
+        _refuse_duplicate(user=user, text=cleaned)
         row = Directive.objects.create(user=user, text=cleaned, context=(context or "").strip())
         _record_pair(
             user=user,
@@ -275,6 +324,7 @@ def directive_update(
 
     def write(rid: str) -> WriteOutcome:
         cleaned = clean_text(text)
+        _refuse_duplicate(user=user, text=cleaned, except_id=directive_id)
         previous = _set_active(user=user, directive_id=directive_id, active=False)
         new_context = previous["context"] if context is None else context.strip()
         row = Directive.objects.create(

@@ -80,6 +80,15 @@ def execute(ctx: AgentContext, pending: PendingQuestion) -> AgentResult:
         # A malformed payload is a bug, but it must end named, with nothing written.
         logger.exception("directives execute: bad payload for pending %s", pending.pk)
         outcome = services.WriteOutcome(False, "auftrag_unlesbar", str(exc)[:200])
+    if outcome.step == "schon_vorhanden":
+        # Another session (or the API) wrote the same rule after this question was asked: the
+        # person's wish holds already, nothing is written twice.
+        return AgentResult(
+            Status.DONE,
+            f"{outcome.reason} {UNCHANGED}",
+            step="schon_vorhanden",
+            data={"action": action},
+        )
     if not outcome.ok:
         return AgentResult(
             Status.FAILED,

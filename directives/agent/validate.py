@@ -5,7 +5,6 @@ into the exact confirmation question. Never writes.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -13,7 +12,7 @@ from django.contrib.auth.models import User
 
 from conversation.agents import AgentResult
 from conversation.vocabulary import QuestionKind, Status
-from directives import selectors
+from directives import selectors, services
 from directives.agent.classify import Classification
 from directives.models import Directive, DirectiveStep
 from directives.services import MAX_TEXT_CHARS
@@ -21,7 +20,6 @@ from directives.services import MAX_TEXT_CHARS
 UNCHANGED = "An deinen Direktiven ist nichts geändert."
 VERB_INFINITIVE = {"update": "ersetzen", "delete": "entfernen", "reactivate": "wiederherstellen"}
 MAX_CHOICES = 5
-_WORD_RE = re.compile(r"[\wäöüß]+", re.IGNORECASE)
 
 
 @dataclass
@@ -83,19 +81,48 @@ def choice_question(action: str, candidates: list[dict[str, Any]]) -> str:
     )
 
 
+# Words that frame a rule without saying what it is about: how to speak of a thing ("Sprich
+# nie von …", "Erwähne nie …") is the same rule; what it is about (Milch, Keramik) is not.
+# The search's stop words (negations, pronouns, articles, ...) plus the verbs of speaking and
+# using that rules are phrased with.
+_FRAME_WORDS = frozenset(
+    "erwähn erwähne erwähnen erwaehne erwaehnen red rede reden redest sprichst sprecht "
+    "erzähl erzähle erzählen erzaehle benutz benutze benutzen verwend verwende verwenden "
+    "nutz nutze nutzen gebrauche gebrauchen thema themen jemals überhaupt ueberhaupt "
+    "künftig kuenftig zukünftig fortan mehr gar".split()
+)
+_FRAME_STEMS = frozenset(term for word in _FRAME_WORDS for term in selectors.search_terms(word))
+SIMILAR_AT = 0.5
+
+
 def words_of(text: str) -> list[str]:
-    return [w.lower() for w in _WORD_RE.findall(text or "")]
+    return services.words_of(text)
 
 
 def is_same(a: str, b: str) -> bool:
-    return words_of(a) == words_of(b)
+    """The same wording (case and punctuation aside): the key under which a rule exists once."""
+    return services.normalised_text(a) == services.normalised_text(b)
+
+
+def content_words(text: str) -> set[str]:
+    """What a rule is about: its stemmed words without the frame words."""
+    return set(selectors.search_terms(text)) - _FRAME_STEMS
 
 
 def is_similar(a: str, b: str) -> bool:
-    wa, wb = set(words_of(a)), set(words_of(b))
-    if not wa or not wb:
-        return False
-    return len(wa & wb) / len(wa | wb) >= 0.6
+    """The same rule in other words: their content words overlap (Jaccard ≥ SIMILAR_AT).
+
+    Frame words do not count, so "Sprich nie von Keramik" is not "Sprich nie von Milch", while
+    "Erwähne nie Milch" and "Sprich nie wieder von Milch" are. Rules with no content word at
+    all (only frame words) are compared on all their words."""
+    ca, cb = content_words(a), content_words(b)
+    if not ca or not cb:
+        if ca or cb:
+            return False
+        ca, cb = set(words_of(a)), set(words_of(b))
+        if not ca or not cb:
+            return False
+    return len(ca & cb) / len(ca | cb) >= SIMILAR_AT
 
 
 def _proposal(
