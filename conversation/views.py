@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 from django.contrib.auth import views as auth_views
 from django.contrib.auth.decorators import login_required
@@ -13,6 +14,7 @@ from django.views.decorators.http import require_GET, require_POST
 
 from conversation import selectors, services
 from conversation.models import Turn
+from novaberg import login_throttle
 from novaberg.auth import request_user
 
 
@@ -22,7 +24,26 @@ class LoginView(auth_views.LoginView):
 
     template_name = "login.html"
 
+    def post(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+        # Too many failed tries from this address or for this name: refused before the
+        # password is even checked (novaberg/login_throttle.py).
+        wait = login_throttle.wait_seconds(login_throttle.attempt_of(request))
+        if wait is not None:
+            form = self.get_form_class()(
+                request, initial={"username": request.POST.get("username")}
+            )
+            context = self.get_context_data(form=form, throttled=login_throttle.too_many_text(wait))
+            response = self.render_to_response(context, status=429)
+            response["Retry-After"] = str(int(wait) + 1)
+            return response
+        return super().post(request, *args, **kwargs)
+
+    def form_invalid(self, form: AuthenticationForm) -> HttpResponse:
+        login_throttle.record_failure(login_throttle.attempt_of(self.request))
+        return super().form_invalid(form)
+
     def form_valid(self, form: AuthenticationForm) -> HttpResponse:
+        login_throttle.forget(login_throttle.attempt_of(self.request))
         response = super().form_valid(form)
         services.session_ensure(user=request_user(self.request))
         return response

@@ -270,12 +270,16 @@ REST_FRAMEWORK = {
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "EXCEPTION_HANDLER": "novaberg.api_errors.exception_handler",
+    # Failed logins (page and token API) per address and per name: novaberg/login_throttle.py.
+    "DEFAULT_THROTTLE_RATES": {"anmeldung_adresse": "30/hour", "anmeldung_name": "10/hour"},
 }
 SPECTACULAR_SETTINGS = {
     "TITLE": "Novaberg API",
     "DESCRIPTION": "Nova, a German-speaking companion: sessions, turns, directives, files.",
     "VERSION": "0.1.0",
     "SERVE_INCLUDE_SCHEMA": False,
+    # The schema names every endpoint and field: only a logged-in person reads it.
+    "SERVE_PERMISSIONS": ["rest_framework.permissions.IsAuthenticated"],
 }
 
 LOGIN_URL = "/login/"
@@ -283,7 +287,10 @@ LOGIN_REDIRECT_URL = "/"
 LOGOUT_REDIRECT_URL = "/login/"
 
 AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+    {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
 ]
 
 LANGUAGE_CODE = "de"

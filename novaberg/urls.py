@@ -3,13 +3,13 @@ from __future__ import annotations
 from django.contrib import admin
 from django.urls import URLPattern, URLResolver, include, path
 from drf_spectacular.views import SpectacularAPIView
-from rest_framework.authtoken.views import obtain_auth_token
 
 from conversation import api as conversation_api
 from novaberg.health import healthz
+from novaberg.login_throttle import TokenLoginApi
 
 api_patterns: list[URLPattern | URLResolver] = [
-    path("auth/token/", obtain_auth_token, name="api-token"),
+    path("auth/token/", TokenLoginApi.as_view(), name="api-token"),
     path("schema/", SpectacularAPIView.as_view(), name="api-schema"),
     path("sessions/", conversation_api.SessionCreateApi.as_view(), name="api-sessions"),
     path(

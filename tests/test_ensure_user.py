@@ -14,12 +14,12 @@ pytestmark = pytest.mark.django_db
 
 def test_password_as_documented() -> None:
     out = io.StringIO()
-    call_command("ensure_user", "ida", "--password", "geheim123", stdout=out)
+    call_command("ensure_user", "ida", "--password", "Weidenkorb-17", stdout=out)
     assert "angelegt" in out.getvalue()
-    assert authenticate(username="ida", password="geheim123") is not None
+    assert authenticate(username="ida", password="Weidenkorb-17") is not None
 
 
-@pytest.mark.parametrize("password", ["-5wafQx9_kT2", "--lang-genug", "-1234"])
+@pytest.mark.parametrize("password", ["-5wafQx9_kT2", "--lang-genug", "-1234abcd"])
 def test_a_password_beginning_with_a_dash(password: str) -> None:
     call_command("ensure_user", "ida", f"--password={password}", stdout=io.StringIO())
     assert authenticate(username="ida", password=password) is not None
@@ -46,8 +46,8 @@ def test_password_from_stdin_updates_an_existing_login() -> None:
 def test_no_password_source_is_refused() -> None:
     with pytest.raises(CommandError):
         call_command("ensure_user", "ida")
-    with pytest.raises(CommandError, match="mindestens 4 Zeichen"):
+    with pytest.raises(CommandError, match="zu kurz"):
         call_command("ensure_user", "ida", "--password-stdin", stdin=io.StringIO(""))
-    with pytest.raises(CommandError, match="mindestens 4 Zeichen"):
+    with pytest.raises(CommandError, match="zu kurz"):
         call_command("ensure_user", "ida", "--password=-")
     assert not get_user_model().objects.filter(username="ida").exists()

@@ -8,9 +8,12 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-from django.contrib.auth import get_user_model
+from django.conf import settings
+from django.contrib.auth import get_user_model, password_validation
+from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import transaction
+from django.utils import translation
 
 
 class Command(BaseCommand):
@@ -41,8 +44,6 @@ class Command(BaseCommand):
             password = options["password"]
         if not name:
             raise CommandError("Der Name ist leer.")
-        if len(password) < 4:
-            raise CommandError("Das Passwort braucht mindestens 4 Zeichen.")
         created = self._store(name, password, superuser=bool(options["superuser"]))
         verb = "angelegt" if created else "aktualisiert"
         self.stdout.write(f"Login {name!r} {verb}.")
@@ -51,6 +52,14 @@ class Command(BaseCommand):
     def _store(self, name: str, password: str, *, superuser: bool) -> bool:
         user_model = get_user_model()
         user, created = user_model.objects.get_or_create(username=name)
+        # Django's validators (settings.AUTH_PASSWORD_VALIDATORS), with their German reasons;
+        # a refused password rolls the new login back.
+        try:
+            with translation.override(settings.LANGUAGE_CODE):
+                password_validation.validate_password(password, user=user)
+        except ValidationError as exc:
+            reasons = " ".join(str(message) for message in exc.messages)
+            raise CommandError(f"Das Passwort wird nicht angenommen: {reasons}") from None
         user.set_password(password)
         if superuser:
             user.is_staff = True

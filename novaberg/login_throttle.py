@@ -1,0 +1,193 @@
+"""Failed logins are counted per address and per name, for the login page and the token API.
+
+The counts live in the default cache (Redis, ``settings.CACHES``), so every daphne process sees
+the same numbers; ``cache.incr`` is atomic there. Only failures count: a person who logs in is
+never slowed down. After too many failures in the window, every further try from that address
+or for that name is refused — with the right password too, else the limit would not stop
+guessing — until the window ends. The limits are DRF rates (``REST_FRAMEWORK``
+``DEFAULT_THROTTLE_RATES``: ``anmeldung_adresse`` and ``anmeldung_name``, "N/hour" and the like).
+
+The address is ``REMOTE_ADDR``. ``X-Forwarded-For`` is read only when ``NUM_PROXIES`` says how
+many proxies stand in front (DRF's rule); trusted blindly, it would let a client pick a fresh
+address for every guess.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import re
+import time
+from dataclasses import dataclass
+from typing import Any, NoReturn
+
+from django.core.cache import cache
+from django.core.exceptions import ImproperlyConfigured
+from django.http import HttpRequest
+from drf_spectacular.utils import OpenApiResponse, extend_schema
+from rest_framework import serializers
+from rest_framework.authtoken.models import Token
+from rest_framework.authtoken.serializers import AuthTokenSerializer
+from rest_framework.authtoken.views import ObtainAuthToken
+from rest_framework.exceptions import Throttled, ValidationError
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.settings import api_settings
+from rest_framework.throttling import BaseThrottle
+
+ADDRESS_SCOPE = "anmeldung_adresse"
+NAME_SCOPE = "anmeldung_name"
+_KEY_PREFIX = "anmeldung-fehlversuche"
+
+
+@dataclass(frozen=True)
+class Attempt:
+    address: str
+    username: str
+
+
+def too_many_text(wait_s: float) -> str:
+    # App chrome, not Nova: no "du" and no "Sie", the person's form of address is unknown here.
+    minutes = max(1, math.ceil(wait_s / 60))
+    unit = "einer Minute" if minutes == 1 else f"{minutes} Minuten"
+    return f"Zu viele Anmeldeversuche. Bitte in {unit} erneut versuchen."
+
+
+def _address(request: HttpRequest | Request) -> str:
+    if api_settings.NUM_PROXIES is None:
+        return str(request.META.get("REMOTE_ADDR") or "")
+    return BaseThrottle().get_ident(request)  # type: ignore[arg-type]
+
+
+def attempt_of(request: HttpRequest | Request, username: str | None = None) -> Attempt:
+    if username is None:
+        data: Any = request.data if isinstance(request, Request) else request.POST
+        value = data.get("username") if hasattr(data, "get") else None
+        username = value if isinstance(value, str) else ""
+    return Attempt(address=_address(request), username=username.strip().lower())
+
+
+def _limits(attempt: Attempt) -> list[tuple[str, str, int, int]]:
+    """(scope, identity, allowed failures, window seconds) for each limit that applies."""
+    rates: dict[str, Any] = dict(api_settings.DEFAULT_THROTTLE_RATES)
+    limits = []
+    for scope, ident in ((ADDRESS_SCOPE, attempt.address), (NAME_SCOPE, attempt.username)):
+        rate = rates.get(scope)
+        if not rate or not ident:
+            continue
+        allowed, window = parse_rate(scope, rate)
+        limits.append((scope, ident, allowed, window))
+    return limits
+
+
+_RATE_RE = re.compile(r"^\s*(\d+)\s*/\s*(\d*)\s*([smhd])[a-z]*\s*$")
+_UNIT_S = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+
+
+def parse_rate(scope: str, rate: str) -> tuple[int, int]:
+    """DRF's "N/period" ("10/hour"), also with a count of periods ("10/15min")."""
+    match = _RATE_RE.match(rate)
+    if match is None or int(match.group(1)) < 1:
+        raise ImproperlyConfigured(f"DEFAULT_THROTTLE_RATES[{scope!r}] = {rate!r} is no rate")
+    periods = int(match.group(2) or 1)
+    return int(match.group(1)), max(1, periods) * _UNIT_S[match.group(3)]
+
+
+def _key(scope: str, ident: str, window: int, now: float) -> tuple[str, float]:
+    """The counter of the current fixed window and the second it ends."""
+    slot = int(now // window)
+    digest = hashlib.sha256(ident.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+    return f"{_KEY_PREFIX}:{scope}:{digest}:{window}:{slot}", (slot + 1) * window
+
+
+def wait_seconds(attempt: Attempt) -> float | None:
+    """Seconds until a try is allowed again, or None when it is allowed now."""
+    now = time.time()
+    waits = []
+    for scope, ident, allowed, window in _limits(attempt):
+        key, ends = _key(scope, ident, window, now)
+        if int(cache.get(key) or 0) >= allowed:
+            waits.append(ends - now)
+    return max(waits) if waits else None
+
+
+def record_failure(attempt: Attempt) -> None:
+    now = time.time()
+    for scope, ident, _allowed, window in _limits(attempt):
+        key, _ends = _key(scope, ident, window, now)
+        # add() is a no-op when the counter exists; incr() is atomic in Redis.
+        cache.add(key, 0, timeout=window + 5)
+        try:
+            cache.incr(key)
+        except ValueError:  # expired between add() and incr(): start again
+            cache.add(key, 1, timeout=window + 5)
+
+
+def forget(attempt: Attempt, *, address: bool = False) -> None:
+    """A login succeeded: the name's failures are forgiven (the address's only if asked)."""
+    now = time.time()
+    for scope, ident, _allowed, window in _limits(attempt):
+        if scope == ADDRESS_SCOPE and not address:
+            continue
+        cache.delete(_key(scope, ident, window, now)[0])
+
+
+class LoginThrottle(BaseThrottle):
+    """DRF throttle of the token API: refuses while the address or the name is over its limit."""
+
+    def __init__(self) -> None:
+        self._wait: float | None = None
+
+    def allow_request(self, request: Request, view: Any) -> bool:
+        self._wait = wait_seconds(attempt_of(request))
+        return self._wait is None
+
+    def wait(self) -> float | None:
+        return self._wait
+
+
+class TokenSerializer(serializers.Serializer[dict[str, str]]):
+    token = serializers.CharField()
+
+
+class DetailSerializer(serializers.Serializer[dict[str, str]]):
+    detail = serializers.CharField()
+
+
+class TokenLoginApi(ObtainAuthToken):
+    """``POST /api/auth/token/ {username, password} -> {token}`` (DESIGN.md Interfaces), with
+    failed tries counted (see the module)."""
+
+    throttle_classes = (LoginThrottle,)
+
+    @extend_schema(
+        request=AuthTokenSerializer,
+        responses={
+            200: TokenSerializer,
+            400: OpenApiResponse(description="Name oder Passwort stimmen nicht."),
+            429: DetailSerializer,
+        },
+    )
+    def post(self, request: Request, *args: Any, **kwargs: Any) -> Response:
+        serializer = self.get_serializer(data=request.data)
+        attempt = attempt_of(request)
+        if not serializer.is_valid():
+            record_failure(attempt)
+            raise ValidationError(serializer.errors)
+        forget(attempt)
+        token, _created = Token.objects.get_or_create(user=serializer.validated_data["user"])
+        return Response({"token": token.key})
+
+    def throttled(self, request: Request, wait: float | None) -> NoReturn:
+        raise TooManyLogins(wait or 60)
+
+
+class TooManyLogins(Throttled):
+    """429 with one German sentence in minutes; DRF's own would add one in seconds. The
+    exception handler still sends ``Retry-After`` from ``wait``."""
+
+    wait: int | None
+
+    def __init__(self, wait_s: float) -> None:
+        super().__init__(detail=too_many_text(wait_s))
+        self.wait = math.ceil(wait_s)
