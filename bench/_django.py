@@ -16,6 +16,7 @@ import atexit
 import datetime as dt
 import os
 import platform
+import re
 import signal
 import subprocess
 import sys
@@ -86,7 +87,8 @@ def _ensure_services(*, redis: bool) -> None:
         rstate = embedded.ensure_redis()
         if rstate.started_now:
             _started.append("redis")
-            print(f"[bench] Redis (eingebettet) gestartet: {rstate.url}")
+            shown = re.sub(r"//:[^@]*@", "//:***@", rstate.url)  # never print the password
+            print(f"[bench] Redis (eingebettet) gestartet: {shown}")
     import dj_database_url
 
     params = dj_database_url.parse(url)
