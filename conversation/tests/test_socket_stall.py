@@ -73,10 +73,11 @@ async def test_a_message_during_a_long_redis_stall_is_answered_with_a_german_err
         # The layer's own receive loop ran into the stall as well; its end is not this test's.
         with contextlib.suppress(Exception):
             await comm.disconnect()
-        # The consumer's session lookup left a connection in asgiref's thread.
-        await sync_to_async(connections.close_all)()
     assert event == {"type": "error", "text": NOT_PROCESSED}
     steps = [getattr(r, "step", None) for r in caplog.records]
     assert "kanal_nicht_erreichbar" in steps
     stored = await sync_to_async(Turn.objects.filter(session=session).count)()
+    # Queries from here ran in asgiref's one thread: close its connection, or the test
+    # database cannot be dropped at the end of the run.
+    await sync_to_async(connections.close_all)()
     assert stored == 0
