@@ -15,7 +15,8 @@ from rest_framework.views import APIView
 from conversation.services import character_default
 from conversation.vocabulary import Status
 from files import selectors, services
-from files.models import FileRoot
+from files.boundary import root_path_still_valid
+from files.models import FileRoot, IndexRun
 from novaberg.api_errors import ErrorSerializer
 from novaberg.auth import request_user
 
@@ -40,6 +41,21 @@ class CountsSerializer(serializers.Serializer[dict[str, Any]]):
     root_missing = serializers.BooleanField()
 
 
+class RootProblemSerializer(serializers.Serializer[dict[str, str]]):
+    """Why a released root is not read right now (checked live at every answer)."""
+
+    step = serializers.CharField(help_text="pfad_geaendert, ausserhalb_aussenrand, …")
+    reason = serializers.CharField()
+
+
+class RunSerializer(serializers.ModelSerializer[IndexRun]):
+    """The run whose progress and counts the root shows (one IndexRun row, published together)."""
+
+    class Meta:
+        model = IndexRun
+        fields = ["id", "state", "started_at", "finished_at", "heartbeat_at", "note"]
+
+
 class RootSerializer(serializers.Serializer):
     id = serializers.IntegerField()
     path = serializers.CharField()
@@ -49,9 +65,34 @@ class RootSerializer(serializers.Serializer):
     dry_run = serializers.JSONField(help_text="files, skipped {reason: n}, total_bytes")
     progress = serializers.SerializerMethodField()
     counts = serializers.SerializerMethodField()
-    last_error = serializers.CharField(allow_blank=True)
+    problem = serializers.SerializerMethodField()
+    last_error = serializers.SerializerMethodField()
     last_run_finished_at = serializers.DateTimeField(allow_null=True)
+    run = RunSerializer(source="last_run", allow_null=True, read_only=True)
     created_at = serializers.DateTimeField()
+
+    def _fence(self, root: FileRoot) -> dict[str, str] | None:
+        # DESIGN.md "Files": the boundary and the resolved path are checked again; the answer
+        # says why a root is not followed, even before the next read or watcher run.
+        # One check per root and answer (a many=True child serializes every root).
+        cache: dict[int, dict[str, str] | None] = self.__dict__.setdefault("_fence_cache", {})
+        if root.pk not in cache:
+            asking = self.context.get("user")
+            user = asking if asking is not None and asking.pk == root.user_id else root.user
+            fence = root_path_still_valid(root, user=user)
+            cache[root.pk] = (
+                {"step": fence.outcome, "reason": fence.reason} if fence.refused else None
+            )
+        return cache[root.pk]
+
+    @extend_schema_field(RootProblemSerializer(allow_null=True))
+    def get_problem(self, root: FileRoot) -> dict[str, str] | None:
+        return self._fence(root)
+
+    @extend_schema_field(serializers.CharField(allow_blank=True))
+    def get_last_error(self, root: FileRoot) -> str:
+        problem = self._fence(root)
+        return problem["reason"] if problem is not None else root.last_error
 
     @extend_schema_field(ProgressSerializer)
     def get_progress(self, root: FileRoot) -> dict[str, Any]:
@@ -134,8 +175,9 @@ def _root_or_404(request: Request, root_id: int) -> FileRoot:
 class RootListCreateApi(APIView):
     @extend_schema(operation_id="roots_list", responses={200: RootSerializer(many=True)})
     def get(self, request: Request) -> Response:
-        roots = selectors.root_list(user=request_user(request))
-        return Response(RootSerializer(roots, many=True).data)
+        user = request_user(request)
+        roots = selectors.root_list(user=user)
+        return Response(RootSerializer(roots, many=True, context={"user": user}).data)
 
     @extend_schema(
         request=RootReleaseSerializer,
@@ -169,7 +211,8 @@ class RootListCreateApi(APIView):
 class RootDetailApi(APIView):
     @extend_schema(responses={200: RootSerializer})
     def get(self, request: Request, root_id: int) -> Response:
-        return Response(RootSerializer(_root_or_404(request, root_id)).data)
+        root = _root_or_404(request, root_id)
+        return Response(RootSerializer(root, context={"user": request_user(request)}).data)
 
 
 class RootConfirmApi(APIView):

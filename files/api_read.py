@@ -22,7 +22,7 @@ from conversation.services import character_default
 from files import reading
 from files.retrieval import records_from_hits
 from files.search import hybrid_search
-from novaberg.api_errors import ApplicationError, ErrorSerializer, NotFoundError
+from novaberg.api_errors import ApplicationError, ErrorSerializer, ForbiddenError, NotFoundError
 from novaberg.auth import request_user
 
 API_SEARCH_LIMIT = 10
@@ -30,6 +30,12 @@ API_SEARCH_LIMIT = 10
 NOT_FOUND_STEPS = frozenset(
     {"wurzel_unbekannt", "ausserhalb", "verborgen", "fort", "pfad_unlesbar"}
 )
+# Steps of the re-check of the root itself (DESIGN.md "Files": checked again at every read).
+FENCE_STEPS = frozenset(
+    {"pfad_geaendert", "ausserhalb_aussenrand", "kein_aussenrand", "wissenszone"}
+)
+# Digits per line number: a range of thousands of digits is bad input, not a number to parse.
+LINE_DIGITS_MAX = 9
 
 
 class SearchHitSerializer(serializers.Serializer):
@@ -64,6 +70,11 @@ class SearchApi(APIView):
     )
     def get(self, request: Request) -> Response:
         query = (request.query_params.get("q") or "").strip()
+        if "\x00" in query:
+            # PostgreSQL text cannot hold NUL; refuse it here instead of a 500 from the driver.
+            raise ApplicationError(
+                "Die Suche darf kein Nullzeichen (NUL) enthalten.", step="anfrage_unlesbar"
+            )
         if not query:
             raise ApplicationError("Die Suche braucht einen Text (q).", step="leere_anfrage")
         if len(query) > settings.FILES_QUERY_MAX_CHARS:
@@ -96,7 +107,9 @@ class SearchApi(APIView):
         return Response(SearchResultsSerializer({"results": records}).data)
 
 
-_LINES = re.compile(r"^\s*(\d+)\s*-\s*(\d+)\s*$")
+_LINES = re.compile(
+    rf"^\s*(\d{{1,{LINE_DIGITS_MAX}}})\s*-\s*(\d{{1,{LINE_DIGITS_MAX}}})\s*$", re.ASCII
+)
 
 
 class FileLinesApi(APIView):
@@ -105,7 +118,12 @@ class FileLinesApi(APIView):
             OpenApiParameter("path", str, required=True),
             OpenApiParameter("lines", str, required=False, description="a-b"),
         ],
-        responses={200: FileLinesSerializer, 400: ErrorSerializer, 404: ErrorSerializer},
+        responses={
+            200: FileLinesSerializer,
+            400: ErrorSerializer,
+            403: ErrorSerializer,
+            404: ErrorSerializer,
+        },
     )
     def get(self, request: Request, root_id: int) -> Response:
         path = request.query_params.get("path") or ""
@@ -115,7 +133,9 @@ class FileLinesApi(APIView):
             match = _LINES.match(raw_lines)
             if match is None:
                 raise ApplicationError(
-                    "Zeilen bitte als a-b angeben, z. B. 3-12.", step="zeilen_unlesbar"
+                    "Zeilen bitte als a-b angeben, z. B. 3-12 "
+                    f"(höchstens {LINE_DIGITS_MAX} Ziffern je Zahl).",
+                    step="zeilen_unlesbar",
                 )
             start, end = int(match.group(1)), int(match.group(2))
         result = reading.zeilen_lesen(
@@ -127,6 +147,10 @@ class FileLinesApi(APIView):
             root_id=root_id,
         )
         if not result.ok:
-            error = NotFoundError if result.step in NOT_FOUND_STEPS else ApplicationError
+            error: type[ApplicationError] = ApplicationError
+            if result.step in NOT_FOUND_STEPS:
+                error = NotFoundError
+            elif result.step in FENCE_STEPS:
+                error = ForbiddenError
             raise error(result.message, step=result.step)
         return Response(FileLinesSerializer(result).data)

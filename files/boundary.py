@@ -5,6 +5,14 @@ resolved *before* the check (``~``, relative, ``..``, symlinks), and the check o
 path. An empty boundary means nothing can be released (fail closed). A refusal here is status
 ``abgelehnt`` with a named step and a German reason, never ``fehler``: nothing went wrong, the
 wall did its job.
+
+Beyond the seed (seed 004 §1a.5 names the price "Der Rand prüft den Pfad, nicht das Paar"): an
+entry may hold ``{username}``, which makes that entry a fence per person; a release is checked
+against the requesting person's boundary only. Nova's own knowledge zone
+(``NOVABERG_KNOWLEDGE_DIR``) is never releasable, nor a folder that contains it.
+
+The same check runs again at every read and every watcher run (``root_path_still_valid``): a
+released folder later swapped for a link (inside or outside the boundary) is not followed.
 """
 
 from __future__ import annotations
@@ -12,8 +20,21 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from django.conf import settings
+
+if TYPE_CHECKING:
+    from django.contrib.auth.models import User
+
+    from files.models import FileRoot
+
+USERNAME_PLACEHOLDER = "{username}"
+# ext4, xfs, btrfs: a single name is at most 255 bytes; the kernel answers ENAMETOOLONG past it.
+NAME_MAX_BYTES = 255
+PATH_MAX_BYTES = 4096
+# Steps of ``check`` that mean "this directory is not there", not "this is not allowed".
+MISSING_STEPS = frozenset({"nicht_gefunden", "kein_verzeichnis"})
 
 
 @dataclass(frozen=True)
@@ -28,6 +49,39 @@ class BoundaryResult:
         return "ok" if self.ok else "abgelehnt"
 
 
+def path_text_problem(raw: str) -> BoundaryResult | None:
+    """A refusal for text that cannot name a path on this system, else None: a NUL byte, text
+    that is not encodable, a single name over 255 bytes or a path over 4096 bytes (the file
+    system would answer ENAMETOOLONG)."""
+    if "\x00" in raw:
+        return BoundaryResult(False, "", "kein_pfad", "Ich habe keinen Pfad erkannt.")
+    try:
+        encoded = raw.encode("utf-8")
+    except UnicodeEncodeError:
+        return BoundaryResult(
+            False,
+            "",
+            "pfad_unlesbar",
+            "Dieser Pfad enthält Zeichen, die kein Dateiname sein können.",
+        )
+    if len(encoded) > PATH_MAX_BYTES:
+        return BoundaryResult(
+            False,
+            "",
+            "pfad_zu_lang",
+            f"Dieser Pfad ist länger als {PATH_MAX_BYTES} Bytes; so einen Pfad gibt es nicht.",
+        )
+    if any(len(part) > NAME_MAX_BYTES for part in encoded.split(b"/")):
+        return BoundaryResult(
+            False,
+            "",
+            "name_zu_lang",
+            f"Ein Name in diesem Pfad ist länger als {NAME_MAX_BYTES} Bytes; "
+            "so einen Ordner oder eine Datei gibt es nicht.",
+        )
+    return None
+
+
 def resolve_path(raw: str) -> Path:
     """Resolve the way the file system will: ``~``, relative (against FILES_BASE_DIR), ``..``
     and every symlink on the way. Never raises for a symlink loop (realpath stops there)."""
@@ -38,30 +92,71 @@ def resolve_path(raw: str) -> Path:
     return Path(os.path.realpath(expanded))
 
 
-def boundary_dirs() -> list[Path]:
-    # The boundary is resolved too: a boundary entry that is itself a link means its target.
-    return [Path(os.path.realpath(os.path.expanduser(d))) for d in settings.FILES_BOUNDARY]
+def safe_username(user: User | None) -> str | None:
+    """The user's name as one path segment, or None when it could leave its place in the
+    boundary entry ('/', '..', a NUL byte, empty, hidden)."""
+    if user is None:
+        return None
+    name = str(user.get_username())
+    if not name or name != name.strip() or "/" in name or "\\" in name or "\x00" in name:
+        return None
+    if ".." in name or name.startswith("."):
+        return None
+    return name
+
+
+def boundary_dirs(user: User | None) -> list[Path]:
+    """The requesting person's boundary: global entries as they are, ``{username}`` entries
+    with that person's name (left out when the name is unusable or nobody asks)."""
+    name = safe_username(user)
+    out: list[Path] = []
+    for entry in settings.FILES_BOUNDARY:
+        if USERNAME_PLACEHOLDER in entry:
+            if name is None:
+                continue
+            entry = entry.replace(USERNAME_PLACEHOLDER, name)
+        # The boundary is resolved too: a boundary entry that is itself a link means its target.
+        out.append(Path(os.path.realpath(os.path.expanduser(entry))))
+    return out
+
+
+def knowledge_zone() -> Path:
+    # Read the setting only: the files app does not import the knowledge app.
+    return Path(os.path.realpath(os.path.expanduser(str(settings.KNOWLEDGE_DIR))))
 
 
 def is_inside(path: Path, base: Path) -> bool:
     return path == base or base in path.parents
 
 
-def check(raw: str) -> BoundaryResult:
-    """Resolve ``raw`` first, then check the resolved path against the boundary."""
-    if not raw or not raw.strip() or "\x00" in raw:
+def check(raw: str, *, user: User | None) -> BoundaryResult:
+    """Resolve ``raw`` first, then check the resolved path against ``user``'s boundary."""
+    if not raw or not raw.strip():
         return BoundaryResult(False, "", "kein_pfad", "Ich habe keinen Pfad erkannt.")
+    problem = path_text_problem(raw)
+    if problem is not None:
+        return problem
     resolved = resolve_path(raw)
     shown = str(resolved)
-    bounds = boundary_dirs()
-    if not bounds:
+    zone = knowledge_zone()
+    if is_inside(resolved, zone) or is_inside(zone, resolved):
         return BoundaryResult(
             False,
             shown,
-            "kein_aussenrand",
-            "Es ist kein Außenrand konfiguriert (NOVABERG_FILES_BOUNDARY ist leer), "
-            "deshalb kann ich kein Verzeichnis freigeben.",
+            "wissenszone",
+            f"{shown} ist Novas eigene Wissensablage oder enthält sie ({zone}). Dort pflegt sie "
+            "ihr eigenes Wissen; als freigegebener Ordner kann ich sie nicht aufnehmen.",
         )
+    bounds = boundary_dirs(user)
+    if not bounds:
+        reason = (
+            "Für dich ist kein Außenrand konfiguriert (NOVABERG_FILES_BOUNDARY nennt keinen "
+            "Ordner, der für deinen Namen gilt), deshalb kann ich kein Verzeichnis freigeben."
+            if settings.FILES_BOUNDARY
+            else "Es ist kein Außenrand konfiguriert (NOVABERG_FILES_BOUNDARY ist leer), "
+            "deshalb kann ich kein Verzeichnis freigeben."
+        )
+        return BoundaryResult(False, shown, "kein_aussenrand", reason)
     if not any(is_inside(resolved, base) for base in bounds):
         allowed = ", ".join(str(b) for b in bounds)
         return BoundaryResult(
@@ -70,11 +165,20 @@ def check(raw: str) -> BoundaryResult:
             "ausserhalb_aussenrand",
             f"{shown} liegt außerhalb des Außenrands ({allowed}); dort kann ich nichts freigeben.",
         )
-    if not resolved.exists():
+    try:
+        exists, is_dir = resolved.exists(), resolved.is_dir()
+    except OSError as exc:  # ENAMETOOLONG, EACCES on a parent, ...
+        return BoundaryResult(
+            False,
+            shown,
+            "pfad_unlesbar",
+            f"{shown} lässt sich nicht prüfen ({exc.strerror or type(exc).__name__}).",
+        )
+    if not exists:
         return BoundaryResult(
             False, shown, "nicht_gefunden", f"Das Verzeichnis {shown} gibt es nicht."
         )
-    if not resolved.is_dir():
+    if not is_dir:
         return BoundaryResult(
             False, shown, "kein_verzeichnis", f"{shown} ist kein Verzeichnis, sondern eine Datei."
         )
@@ -86,3 +190,50 @@ def check(raw: str) -> BoundaryResult:
             f"{shown} ist ein verborgenes Verzeichnis; verborgene Ordner betrete ich nicht.",
         )
     return BoundaryResult(True, shown)
+
+
+@dataclass(frozen=True)
+class RootPathCheck:
+    """The outcome of re-checking a released root: ``ok``, ``fehlt`` (the folder is gone; the
+    watcher keeps the rows and says so) or a refusal step (``pfad_geaendert``,
+    ``ausserhalb_aussenrand``, ``kein_aussenrand``, ``wissenszone``, ``verborgen``, ...)."""
+
+    outcome: str
+    resolved: str = ""
+    reason: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return self.outcome == "ok"
+
+    @property
+    def refused(self) -> bool:
+        return self.outcome not in {"ok", "fehlt"}
+
+
+def root_path_still_valid(root: FileRoot, *, user: User) -> RootPathCheck:
+    """Check a released root again, as at release: the stored path was resolved then, so it
+    must resolve to itself now (a folder swapped for a link resolves elsewhere) and still lie
+    inside ``user``'s boundary (the boundary may have changed since)."""
+    try:
+        resolved = str(resolve_path(root.path))
+    except (OSError, ValueError):
+        resolved = ""
+    if resolved != root.path:
+        return RootPathCheck(
+            "pfad_geaendert",
+            resolved,
+            f"Der freigegebene Ordner {root.path} zeigt inzwischen woandershin"
+            + (f" ({resolved})" if resolved else "")
+            + "; dem folge ich nicht. Gib den Ordner neu frei, wenn das so gewollt ist.",
+        )
+    checked = check(root.path, user=user)
+    if checked.ok:
+        return RootPathCheck("ok", resolved)
+    if checked.step in MISSING_STEPS:
+        return RootPathCheck("fehlt", resolved, checked.reason)
+    return RootPathCheck(
+        checked.step,
+        resolved,
+        f"Den freigegebenen Ordner {root.path} lese ich nicht mehr: {checked.reason}",
+    )

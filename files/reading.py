@@ -1,7 +1,13 @@
 """Read tools over released files: strictly read-only, always inside the pair's ACTIVE roots.
 
 Every read resolves the path (symlinks, ``..``) and checks that the result lies inside one of
-the pair's active roots; hidden files are not entered (DESIGN.md "Files"). Files are opened with
+the pair's active roots; hidden files are not entered (DESIGN.md "Files"). Before that, each
+root itself is checked again against the person's boundary (``root_path_still_valid``): a root
+swapped for a link is not followed (``pfad_geaendert``), and the reason is kept on the root.
+
+What a read returns is the *parsed* text, through the same parser the watcher indexed the file
+with (``files.watcher.parsers``): for PDF, DOCX and HTML too, the lines a citation names are
+the lines a read shows. Files are opened with
 ``O_RDONLY | O_NOFOLLOW`` only — nothing here can open a file for writing. A file whose content
 hash differs from the index says so in the result (the read re-checks the hash every time).
 
@@ -12,19 +18,32 @@ capped at FILES_QUERY_MAX_CHARS; every cut is reported (``cut``) and said in the
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import os
 import re
+import threading
 import time
+from collections import OrderedDict
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from django.conf import settings
+from django.contrib.auth.models import User
 
+from conversation.models import Character
+from files.boundary import path_text_problem, root_path_still_valid
 from files.models import FileRoot, IndexEntry
+from files.watcher.parsers import ParseError, Parser, TextParser, parser_for_format, parser_for_name
 
+# Text formats are read up to this size and cut (said in the result); container formats (PDF,
+# DOCX) cannot be parsed from a cut, so they are read whole up to FILES_MAX_BYTES or refused.
 MAX_FILE_BYTES = 5 * 1024 * 1024
+# Parsed lines by (content hash, format): a PDF is parsed once, not at every turn that cites it.
+PARSED_CACHE_SIZE = 16
+_parsed_cache: OrderedDict[tuple[str, str], list[str]] = OrderedDict()
+_parsed_lock = threading.Lock()
 
 
 @dataclass
@@ -63,22 +82,29 @@ class Located:
     rel_path: str
 
 
-def pair_roots(*, user: Any, character: Any) -> list[FileRoot]:
+def pair_roots(*, user: User, character: Character) -> list[FileRoot]:
     return list(
         FileRoot.objects.filter(user=user, character=character, state=FileRoot.State.ACTIVE)
     )
 
 
 def locate(
-    *, user: Any, character: Any, path: str, root_id: int | None = None
+    *, user: User, character: Character, path: str, root_id: int | None = None
 ) -> Located | ReadResult:
     """Resolve ``path`` (relative to a root, or absolute) inside one of the pair's active roots.
 
     Returns a refusal (``ReadResult`` with status fehler) when the root is not the pair's, is
-    suspended, or the resolved path leaves it.
+    suspended, no longer passes the boundary (``pfad_geaendert`` and the boundary's steps), or
+    the resolved path leaves it. Never raises for what a person can type: over-long names,
+    symlink loops and undecodable text are named refusals.
     """
-    if not path or "\x00" in path or len(path) > 1000:
+    if not path or len(path) > 1000:
         return _refuse("pfad_unlesbar", "Diesen Pfad kann ich nicht lesen.", path=path[:200])
+    problem = path_text_problem(path)
+    if problem is not None:
+        step = "pfad_unlesbar" if problem.step == "kein_pfad" else problem.step
+        message = "Diesen Pfad kann ich nicht lesen." if step == "pfad_unlesbar" else problem.reason
+        return _refuse(step, message, path=path[:200])
     roots = pair_roots(user=user, character=character)
     if root_id is not None:
         roots = [r for r in roots if r.id == root_id]
@@ -91,9 +117,21 @@ def locate(
                 root_id=root_id,
             )
     found: list[Located] = []
+    fenced: ReadResult | None = None
     for root in roots:
-        base = Path(root.path).resolve()
-        candidate = (base / path).resolve()  # follows symlinks and "..", then we check
+        fence = root_path_still_valid(root, user=user)
+        if fence.refused:
+            # DESIGN.md "Files": checked again at every read; the root says why.
+            if root.last_error != fence.reason:
+                FileRoot.objects.filter(pk=root.pk).update(last_error=fence.reason)
+            fenced = fenced or _refuse(fence.outcome, fence.reason, path=path, root_id=root.id)
+            continue
+        base = Path(root.path)
+        try:
+            # realpath follows symlinks and "..", then we check; it does not raise for loops.
+            candidate = Path(os.path.realpath(base / path))
+        except (OSError, ValueError):
+            return _refuse("pfad_unlesbar", "Diesen Pfad kann ich nicht lesen.", path=path[:200])
         if not candidate.is_relative_to(base):
             continue
         rel = candidate.relative_to(base).as_posix()
@@ -104,7 +142,9 @@ def locate(
         found.append(Located(root=root, absolute=candidate, rel_path=rel))
     if found:
         # Without a root id, a relative path may fit several roots: prefer one that has it.
-        return next((f for f in found if f.absolute.is_file()), found[0])
+        return next((f for f in found if _is_file(f.absolute)), found[0])
+    if fenced is not None:
+        return fenced
     return _refuse(
         "ausserhalb",
         "Dieser Pfad liegt außerhalb der freigegebenen Verzeichnisse; den lese ich nicht.",
@@ -113,52 +153,101 @@ def locate(
     )
 
 
-def _read_bytes(absolute: Path) -> bytes:
+def _is_file(path: Path) -> bool:
+    try:
+        return path.is_file()
+    except OSError:  # ENAMETOOLONG and friends: not a file we can read
+        return False
+
+
+def _read_bytes(absolute: Path, limit: int) -> bytes:
     # O_NOFOLLOW: the path was resolved and checked; a symlink swapped in since is refused.
-    fd = os.open(absolute, os.O_RDONLY | os.O_NOFOLLOW)
+    fd = os.open(absolute, os.O_RDONLY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0))
     try:
         with os.fdopen(fd, "rb", closefd=False) as fh:
-            return fh.read(MAX_FILE_BYTES + 1)
+            return fh.read(limit + 1)
     finally:
         os.close(fd)
+
+
+def _parser_for(located: Located, entry: IndexEntry | None) -> Parser:
+    """The parser the watcher used: by the format stored at indexing, else by the name; a file
+    without a parser is read as plain text (binary content is refused)."""
+    by_format = parser_for_format(entry.format) if entry is not None and entry.format else None
+    return by_format or parser_for_name(located.rel_path) or TextParser()
+
+
+def _parsed_lines(parser: Parser, digest: str, raw: bytes) -> list[str]:
+    key = (digest, parser.format)
+    with _parsed_lock:
+        cached = _parsed_cache.get(key)
+        if cached is not None:
+            _parsed_cache.move_to_end(key)
+            return cached
+    lines = parser.parse(raw).text.splitlines()  # raises ParseError
+    with _parsed_lock:
+        _parsed_cache[key] = lines
+        while len(_parsed_cache) > PARSED_CACHE_SIZE:
+            _parsed_cache.popitem(last=False)
+    return lines
 
 
 def _load(
     located: Located,
 ) -> tuple[list[str], ReadResult]:
-    """Lines of the file plus a base result carrying changed/indexed flags."""
+    """Parsed lines of the file plus a base result carrying changed/indexed flags."""
     base = ReadResult(status="ok", root_id=located.root.id, path=located.rel_path)
-    try:
-        raw = _read_bytes(located.absolute)
-    except FileNotFoundError:
-        return [], _refuse(
-            "fort",
-            "Diese Datei gibt es nicht (mehr).",
-            path=located.rel_path,
-            root_id=located.root.id,
-        )
-    except OSError as exc:
-        return [], _refuse(
-            "nicht_lesbar",
-            f"Die Datei lässt sich nicht lesen ({exc.strerror or type(exc).__name__}).",
-            path=located.rel_path,
-            root_id=located.root.id,
-        )
-    if len(raw) > MAX_FILE_BYTES:
-        base.cut = True
-        raw = raw[:MAX_FILE_BYTES]
-    base.current_hash = hashlib.sha256(raw).hexdigest()
+
+    def refuse(step: str, message: str) -> tuple[list[str], ReadResult]:
+        return [], _refuse(step, message, path=located.rel_path, root_id=located.root.id)
+
     entry = (
         IndexEntry.objects.filter(root=located.root, rel_path=located.rel_path)
-        .only("inhalt_hash")
+        .only("inhalt_hash", "format")
         .first()
     )
+    parser = _parser_for(located, entry)
+    limit = MAX_FILE_BYTES if parser.text_based else int(settings.FILES_MAX_BYTES)
+    try:
+        raw = _read_bytes(located.absolute, limit)
+    except FileNotFoundError:
+        return refuse("fort", "Diese Datei gibt es nicht (mehr).")
+    except IsADirectoryError:
+        return refuse("keine_datei", "Das ist ein Ordner, keine Datei.")
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            return refuse(
+                "link_schleife",
+                "Dieser Pfad ist eine Verknüpfung (oder eine Verknüpfungsschleife); "
+                "Verknüpfungen folge ich beim Lesen nicht.",
+            )
+        if exc.errno == errno.ENAMETOOLONG:
+            return refuse("name_zu_lang", "Dieser Pfad ist zu lang für das Dateisystem.")
+        return refuse(
+            "nicht_lesbar",
+            f"Die Datei lässt sich nicht lesen ({exc.strerror or type(exc).__name__}).",
+        )
+    if len(raw) > limit:
+        if not parser.text_based:
+            return refuse(
+                "zu_gross",
+                f"Die Datei ist größer als {limit // (1024 * 1024)} MB; "
+                "ganz lesen kann ich sie nicht.",
+            )
+        base.cut = True
+        raw = raw[:limit]
+    base.current_hash = hashlib.sha256(raw).hexdigest()
     if entry is None:
         base.indexed = False
     elif entry.inhalt_hash and entry.inhalt_hash != base.current_hash and not base.cut:
         base.changed = True
-    text = raw.decode("utf-8", errors="replace")
-    return text.splitlines(), base
+    try:
+        lines = _parsed_lines(parser, base.current_hash, raw)
+    except ParseError as exc:
+        if exc.step == "binaer":
+            return refuse("binaer", "Die Datei enthält Binärdaten; als Text lese ich sie nicht.")
+        return refuse(exc.step, f"Die Datei lässt sich nicht als Text lesen ({exc.message}).")
+    return lines, base
 
 
 def changed_note(result: ReadResult) -> str:
@@ -174,8 +263,8 @@ def changed_note(result: ReadResult) -> str:
 
 def zeilen_lesen(
     *,
-    user: Any,
-    character: Any,
+    user: User,
+    character: Character,
     path: str,
     start: int,
     end: int | None = None,
@@ -224,7 +313,7 @@ def block_map_of(entry: IndexEntry) -> list[dict[str, Any]]:
         )
     )
     if blocks:
-        return blocks
+        return [dict(b) for b in blocks]
     out: list[dict[str, Any]] = []
     for n, item in enumerate(entry.block_map or [], start=1):
         if not isinstance(item, dict):
@@ -246,7 +335,7 @@ def block_map_of(entry: IndexEntry) -> list[dict[str, Any]]:
 
 
 def find_entry(
-    *, user: Any, character: Any, name: str, root_id: int | None = None
+    *, user: User, character: Character, name: str, root_id: int | None = None
 ) -> IndexEntry | None:
     """An indexed file of the pair's active roots by relative path or by file name."""
     qs = IndexEntry.objects.filter(
@@ -264,7 +353,9 @@ def find_entry(
     return qs.filter(rel_path__endswith="/" + name).order_by("rel_path").first()
 
 
-def block_lesen(*, user: Any, character: Any, entry: IndexEntry, block: int | str) -> ReadResult:
+def block_lesen(
+    *, user: User, character: Character, entry: IndexEntry, block: int | str
+) -> ReadResult:
     """A block of the block map, by ordinal (1-based) or by heading text."""
     blocks = block_map_of(entry)
     chosen: dict[str, Any] | None = None
@@ -297,7 +388,7 @@ def block_lesen(*, user: Any, character: Any, entry: IndexEntry, block: int | st
     return result
 
 
-def zoom(*, user: Any, character: Any, entry: IndexEntry, level: int) -> ReadResult:
+def zoom(*, user: User, character: Character, entry: IndexEntry, level: int) -> ReadResult:
     """Three zoom levels: 1 summary, 2 block map, 3 lines (bounded)."""
     located = locate(user=user, character=character, path=entry.rel_path, root_id=entry.root_id)
     if isinstance(located, ReadResult):
@@ -346,7 +437,12 @@ class GrepResult:
 
 
 def datei_grep(
-    *, user: Any, character: Any, pattern: str, path: str | None = None, root_id: int | None = None
+    *,
+    user: User,
+    character: Character,
+    pattern: str,
+    path: str | None = None,
+    root_id: int | None = None,
 ) -> GrepResult:
     """Literal search with line numbers over the pair's indexed files (or one file): exact
     first, then case-folded if the exact search found nothing. Stops at FILES_GREP_MAX_LINES

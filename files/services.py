@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from django.conf import settings
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.db import transaction
 from django.utils import timezone
 
@@ -21,10 +21,20 @@ from conversation.models import Character
 from files import boundary
 from files.models import FileRoot, IndexBlock, IndexEntry
 from files.watcher.scan import dry_run
-from novaberg.api_errors import ApplicationError
+from novaberg.api_errors import (
+    ApplicationError,
+    ConflictError,
+    ForbiddenError,
+    NotFoundError,
+    RefusedError,
+)
 
 MISSING_TEXT = "Diese Freigabe gibt es nicht."
 UNVERIFIED_TEXT = "Die Änderung ließ sich nicht bestätigen; ich melde sie nicht als erledigt."
+# Refusals by a rule of access (the fence itself), answered 403; every other refusal is 400.
+FORBIDDEN_STEPS = frozenset(
+    {"kein_aussenrand", "ausserhalb_aussenrand", "wissenszone", "pfad_geaendert"}
+)
 
 
 @dataclass(frozen=True)
@@ -34,16 +44,14 @@ class ReleasePreview:
     reason: str
     resolved_path: str
     dry_run: dict[str, Any] = field(default_factory=dict)
-    http_status: int = 200
 
     @property
     def status(self) -> str:
         return "rueckfrage" if self.ok else "abgelehnt"
 
-    def refusal(self) -> ApplicationError:
-        return ApplicationError(
-            self.reason, step=self.step, status="abgelehnt", http_status=self.http_status
-        )
+    def refusal(self) -> RefusedError:
+        error = ForbiddenError if self.step in FORBIDDEN_STEPS else RefusedError
+        return error(self.reason, step=self.step)
 
 
 def _globs(value: list[str] | None) -> list[str]:
@@ -52,17 +60,17 @@ def _globs(value: list[str] | None) -> list[str]:
 
 def root_release_preview(
     *,
-    user: AbstractBaseUser,
+    user: User,
     character: Character,
     raw_path: str,
     include_globs: list[str] | None = None,
     exclude_globs: list[str] | None = None,
 ) -> ReleasePreview:
-    """Resolve, check against the boundary, then dry-run. Writes nothing anywhere."""
-    checked = boundary.check(raw_path)
+    """Resolve, check against the requesting person's boundary, then dry-run. Writes nothing
+    anywhere."""
+    checked = boundary.check(raw_path, user=user)
     if not checked.ok:
-        status = 403 if checked.step in {"kein_aussenrand", "ausserhalb_aussenrand"} else 400
-        return ReleasePreview(False, checked.step, checked.reason, checked.resolved, {}, status)
+        return ReleasePreview(False, checked.step, checked.reason, checked.resolved, {})
     existing = FileRoot.objects.filter(
         user=user, character=character, path=checked.resolved
     ).first()
@@ -72,7 +80,6 @@ def root_release_preview(
             "schon_freigegeben",
             f"{checked.resolved} ist schon freigegeben.",
             checked.resolved,
-            http_status=400,
         )
     if existing is not None and existing.state == FileRoot.State.SUSPENDED:
         return ReleasePreview(
@@ -81,7 +88,6 @@ def root_release_preview(
             f"{checked.resolved} ist freigegeben, aber stillgelegt; "
             "ich kann den Ordner wieder aufnehmen.",
             checked.resolved,
-            http_status=400,
         )
     report = dry_run(
         Path(checked.resolved),
@@ -110,7 +116,7 @@ def _enqueue_index(root_id: int) -> None:
 @transaction.atomic
 def root_request(
     *,
-    user: AbstractBaseUser,
+    user: User,
     character: Character,
     raw_path: str,
     eigentum: str,
@@ -145,14 +151,13 @@ def root_request(
     return preview, root
 
 
-def _activate(root: FileRoot) -> FileRoot:
+def _activate(root: FileRoot, *, user: User) -> FileRoot:
     # Resolve again at consent time: a link swapped since the dry run must not lead out.
-    checked = boundary.check(root.path)
-    if not checked.ok or checked.resolved != root.path:
-        reason = checked.reason or f"{root.path} zeigt inzwischen woandershin ({checked.resolved})."
-        raise ApplicationError(
-            reason, step=checked.step or "pfad_geaendert", status="abgelehnt", http_status=403
-        )
+    fence = boundary.root_path_still_valid(root, user=user)
+    if not fence.ok:
+        step = "nicht_gefunden" if fence.outcome == "fehlt" else fence.outcome
+        error = ForbiddenError if step in FORBIDDEN_STEPS else RefusedError
+        raise error(fence.reason, step=step)
     root.state = FileRoot.State.ACTIVE
     root.released_at = timezone.now()
     root.save(update_fields=["state", "released_at", "changed_at"])
@@ -164,28 +169,25 @@ def _activate(root: FileRoot) -> FileRoot:
 
 
 @transaction.atomic
-def root_confirm(*, user: AbstractBaseUser, root_id: int) -> FileRoot:
+def root_confirm(*, user: User, root_id: int) -> FileRoot:
     """API/UI release, step 2: the explicit confirm. Idempotent for an active root."""
     root = FileRoot.objects.select_for_update().filter(user=user, pk=root_id).first()
     if root is None:
-        raise ApplicationError(
-            "Diese Freigabe gibt es nicht.", step="keine_wurzel", http_status=404
-        )
+        raise NotFoundError(MISSING_TEXT, step="keine_wurzel")
     if root.state == FileRoot.State.ACTIVE:
         return root
     if root.state != FileRoot.State.REQUESTED:
-        raise ApplicationError(
+        raise ConflictError(
             "Dieser Ordner ist stillgelegt; nimm ihn wieder auf, statt ihn zu bestätigen.",
             step="stillgelegt",
-            http_status=409,
         )
-    return _activate(root)
+    return _activate(root, user=user)
 
 
 @transaction.atomic
 def root_release(
     *,
-    user: AbstractBaseUser,
+    user: User,
     character: Character,
     raw_path: str,
     eigentum: str,
@@ -203,20 +205,18 @@ def root_release(
     )
     if root is None:
         raise preview.refusal()
-    return _activate(root)
+    return _activate(root, user=user)
 
 
-def _locked_root(user: AbstractBaseUser, root_id: int) -> FileRoot:
+def _locked_root(user: User, root_id: int) -> FileRoot:
     root = FileRoot.objects.select_for_update().filter(user=user, pk=root_id).first()
     if root is None:
-        raise ApplicationError(
-            "Diese Freigabe gibt es nicht.", step="keine_wurzel", http_status=404
-        )
+        raise NotFoundError(MISSING_TEXT, step="keine_wurzel")
     return root
 
 
 @transaction.atomic
-def root_suspend(*, user: AbstractBaseUser, root_id: int) -> FileRoot:
+def root_suspend(*, user: User, root_id: int) -> FileRoot:
     """No longer watched: the rows stay, they are not searched, the watcher skips the root."""
     root = _locked_root(user, root_id)
     root.state = FileRoot.State.SUSPENDED
@@ -231,12 +231,12 @@ def root_suspend(*, user: AbstractBaseUser, root_id: int) -> FileRoot:
 
 
 @transaction.atomic
-def root_reactivate(*, user: AbstractBaseUser, root_id: int) -> FileRoot:
+def root_reactivate(*, user: User, root_id: int) -> FileRoot:
     """Back to active; the boundary is checked again (it may have changed meanwhile)."""
     root = _locked_root(user, root_id)
     if root.state == FileRoot.State.ACTIVE:
         return root
-    return _activate(root)
+    return _activate(root, user=user)
 
 
 @dataclass(frozen=True)
@@ -247,7 +247,7 @@ class ForgetReport:
 
 
 @transaction.atomic
-def root_forget(*, user: AbstractBaseUser, root_id: int) -> ForgetReport:
+def root_forget(*, user: User, root_id: int) -> ForgetReport:
     """Delete the root, its index rows and their summaries, keywords and embeddings.
     The files themselves are not touched."""
     root = _locked_root(user, root_id)
@@ -266,11 +266,9 @@ def root_forget(*, user: AbstractBaseUser, root_id: int) -> ForgetReport:
 
 
 @transaction.atomic
-def root_index_enqueue(*, user: AbstractBaseUser, root_id: int) -> FileRoot:
+def root_index_enqueue(*, user: User, root_id: int) -> FileRoot:
     root = _locked_root(user, root_id)
     if root.state != FileRoot.State.ACTIVE:
-        raise ApplicationError(
-            "Nur ein aktiver Ordner wird gelesen.", step="nicht_aktiv", http_status=409
-        )
+        raise ConflictError("Nur ein aktiver Ordner wird gelesen.", step="nicht_aktiv")
     _enqueue_index(root.pk)
     return root

@@ -49,6 +49,19 @@ def _django_db_helper(_django_db_helper: None, request: pytest.FixtureRequest) -
         _ensure_nova()
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _files_boundary_covers_tmp(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """Reads and watcher runs check every root against the boundary again (DESIGN.md
+    "Files"); the roots tests make live under pytest's temp folder, so that folder is the
+    boundary of this process and of every worker it starts. A test about the boundary sets
+    its own."""
+    from django.conf import settings as django_settings
+
+    base = str(tmp_path_factory.getbasetemp().resolve())
+    os.environ["NOVABERG_FILES_BOUNDARY"] = base
+    django_settings.FILES_BOUNDARY = [base]
+
+
 @pytest.fixture(autouse=True)
 def _offline_by_default(settings: Any) -> Iterator[None]:
     """Every test starts on the offline backend unless it asks for the fake LLM."""
