@@ -230,7 +230,7 @@ def run() -> None:
         if supervisor is not None:
             supervisor.stop_all()
         stop_services(started, data)
-        owner_file(data).unlink(missing_ok=True)
+        release_owner(data)
 
 
 def _install_stop_signals() -> None:
@@ -345,7 +345,15 @@ def adopt_services(data: Path, orphaned: list[str], started: list[str]) -> None:
     if started:
         me = os.getpid()
         owner_file(data).write_text(f"{me} {_process_started(me)} {' '.join(started)}\n")
-    else:
+
+
+def release_owner(data: Path) -> None:
+    """Remove the owner file if it is this process's (a second run on the folder keeps off)."""
+    try:
+        pid = int(owner_file(data).read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return
+    if pid == os.getpid():
         owner_file(data).unlink(missing_ok=True)
 
 

@@ -198,8 +198,16 @@ def test_servers_of_a_killed_run_are_adopted_those_of_a_live_run_or_services_are
     assert started == ["redis", "postgres"]  # both stopped at this run's end
     pid, _, *names = owner.read_text().split()
     assert int(pid) == os.getpid() and names == ["redis", "postgres"]
-    # This run is alive: a second run beside it adopts nothing.
+    # This run is alive: a second run beside it adopts nothing and leaves its owner file.
     assert launcher.orphaned_services(tmp_path) == []
+    launcher.adopt_services(tmp_path, [], [])
+    assert owner.exists()
+    owner.write_text(f"1 {psutil.Process(1).create_time()} postgres\n")  # another live run
+    launcher.release_owner(tmp_path)
+    assert owner.exists()
+    launcher.adopt_services(tmp_path, [], ["redis"])  # this run's own, released at its end
+    launcher.release_owner(tmp_path)
+    assert not owner.exists()
 
 
 # --- the real launcher --------------------------------------------------------------------------
