@@ -130,10 +130,13 @@ async def _ws_connect(port: int, path: str, cookie: str) -> tuple[Any, Any]:
     return reader, writer
 
 
-def _frame(text: str) -> bytes:
-    data = text.encode()
+def _frame(text: str, opcode: int = 0x1) -> bytes:
+    return _frame_bytes(text.encode(), opcode)
+
+
+def _frame_bytes(data: bytes, opcode: int) -> bytes:
     mask = os.urandom(4)
-    head = bytes([0x81])
+    head = bytes([0x80 | opcode])
     n = len(data)
     if n < 126:
         head += bytes([0x80 | n])
@@ -144,18 +147,28 @@ def _frame(text: str) -> bytes:
     return head + mask + bytes(b ^ mask[i % 4] for i, b in enumerate(data))
 
 
-async def _read_frame(reader: Any) -> str:
-    b1, b2 = await reader.readexactly(2)
-    n = b2 & 0x7F
-    if n == 126:
-        (n,) = struct.unpack(">H", await reader.readexactly(2))
-    elif n == 127:
-        (n,) = struct.unpack(">Q", await reader.readexactly(8))
-    data = await reader.readexactly(n)
-    if b1 & 0x0F == 0x8:
-        code = struct.unpack(">H", data[:2])[0] if len(data) >= 2 else None
-        raise RuntimeError(f"websocket closed by server (code {code})")
-    return data.decode()
+async def _read_frame(reader: Any, writer: Any) -> str:
+    """The next text message; pings are answered (daphne pings a client that waits long, and
+    closes it when no pong comes), pongs skipped."""
+    while True:
+        b1, b2 = await reader.readexactly(2)
+        n = b2 & 0x7F
+        if n == 126:
+            (n,) = struct.unpack(">H", await reader.readexactly(2))
+        elif n == 127:
+            (n,) = struct.unpack(">Q", await reader.readexactly(8))
+        data = await reader.readexactly(n)
+        opcode = b1 & 0x0F
+        if opcode == 0x8:
+            code = struct.unpack(">H", data[:2])[0] if len(data) >= 2 else None
+            raise RuntimeError(f"websocket closed by server (code {code})")
+        if opcode == 0x9:
+            writer.write(_frame_bytes(data, 0xA))
+            await writer.drain()
+            continue
+        if opcode == 0xA:
+            continue
+        return data.decode()
 
 
 async def _client(port: int, session_id: int, cookie: str, latencies: list[float]) -> int:
@@ -166,7 +179,7 @@ async def _client(port: int, session_id: int, cookie: str, latencies: list[float
         writer.write(_frame(json.dumps({"text": f"Mein Lieblingsort Nummer {i} ist Hamburg."})))
         await writer.drain()
         while True:
-            event = json.loads(await _read_frame(reader))
+            event = json.loads(await _read_frame(reader, writer))
             if event["type"] in {"done", "error"}:
                 break
         latencies.append(time.perf_counter() - t0)
