@@ -138,9 +138,10 @@ def test_a_50000_character_message_is_refused_with_a_reason(api: APIClient) -> N
     assert not Turn.objects.filter(session_id=session_id).exists()
 
 
-# serialized_rollback: the data migration's "Nova" is back even after another transactional
-# test flushed the tables.
-@pytest.mark.django_db(transaction=True, serialized_rollback=True)
+# Transactional (the stream runs in a pool thread with its own connection); Nova comes back after
+# a flush through tests/fixtures.py's _ensure_nova. serialized_rollback would reload the content
+# types that a preceding transactional test's flush already recreated (duplicate key).
+@pytest.mark.django_db(transaction=True)
 def test_streaming_variant_sends_tokens_then_the_finished_reply(user: Any) -> None:
     from tests.fixtures import token_client
 
@@ -215,7 +216,7 @@ def test_chat_page_shows_offline_mode_and_the_navigation(user: Any) -> None:
     assert ">Admin<" not in page  # anna is not staff
 
 
-@pytest.mark.django_db(transaction=True, serialized_rollback=True)
+@pytest.mark.django_db(transaction=True)
 def test_streamed_turns_run_in_a_bounded_pool_and_a_full_one_says_so(
     user: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
