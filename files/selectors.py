@@ -31,7 +31,7 @@ def root_list(
     return roots.annotate(
         present_count=Count("entries", filter=Q(entries__state=IndexEntry.State.PRESENT)),
         gone_count=Count("entries", filter=Q(entries__state=IndexEntry.State.GONE)),
-    ).order_by("created_at", "id")
+    ).select_related("last_run").order_by("created_at", "id")
 
 
 def root_get(*, user: User, root_id: int) -> FileRoot | None:

@@ -42,6 +42,34 @@
       `übersprungen: ${skips(c.skipped)}, Fehler ${c.errors}`;
   }
 
+  // One run per row of IndexRun: its state, times and note; progress and counts of the root
+  // are published together with it, so they always belong to this run (never the last one's).
+  const RUN_STATE = {
+    wartend: "wartet auf den Worker", laufend: "läuft", fertig: "fertig", abgebrochen: "abgebrochen",
+    neu_eingereiht: "neu eingereiht", verzeichnis_fehlt: "Verzeichnis fehlt", nicht_aktiv: "nicht aktiv",
+    entfallen: "entfallen",
+  };
+  const OPEN = new Set(["wartend", "laufend"]);
+
+  function time(iso) {
+    if (!iso) return "";
+    const d = new Date(iso);
+    return d.toLocaleString("de-DE", { day: "2-digit", month: "2-digit", hour: "2-digit", minute: "2-digit", second: "2-digit" });
+  }
+
+  function runText(root) {
+    const run = root.run;
+    if (!run) return root.last_error || countsText(root.counts);
+    let head = `Lauf ${run.id}: ${RUN_STATE[run.state] || run.state}`;
+    if (run.started_at) head += `, ${time(run.started_at)}` + (run.finished_at ? ` – ${time(run.finished_at)}` : "");
+    const lines = [head];
+    if (run.state === "laufend") lines.push("bisher: " + countsText(root.counts));
+    else if (run.state !== "wartend" && run.state !== "entfallen") lines.push(countsText(root.counts));
+    if (run.note) lines.push(run.note);
+    if (root.last_error && root.last_error !== run.note) lines.push(root.last_error);
+    return lines.join("\n");
+  }
+
   function actions(root) {
     const cell = document.createElement("td");
     cell.className = "actions";
@@ -73,19 +101,23 @@
     const tr = document.createElement("tr");
     tr.dataset.root = root.id;
     const p = root.progress;
+    const open = p.running || Boolean(root.run && OPEN.has(root.run.state));
+    const waiting = Boolean(root.run && root.run.state === "wartend");
     const cells = [
       `<td><code></code></td>`,
       `<td>${root.eigentum === "figur" ? "Novas eigenes Material" : "Material der Person"}</td>`,
       `<td class="state">${root.state}</td>`,
       `<td><progress class="bar" max="${p.total || 1}" value="${p.done}"></progress> ` +
-        `<span class="progress-text">${p.running ? p.done + " / " + p.total : ""}</span></td>`,
+        `<span class="progress-text">${p.running ? p.done + " / " + p.total : waiting ? "wartet" : ""}</span></td>`,
       `<td class="counts"></td>`,
     ];
     tr.innerHTML = cells.join("");
     tr.querySelector("code").textContent = root.path;
-    tr.querySelector(".counts").textContent = root.last_error || countsText(root.counts);
+    const counts = tr.querySelector(".counts");
+    counts.textContent = runText(root);
+    counts.style.whiteSpace = "pre-line";
     tr.appendChild(actions(root));
-    return { tr, running: p.running };
+    return { tr, running: open };
   }
 
   let timer = null;

@@ -195,6 +195,9 @@ def test_a_stale_run_is_requeued_and_the_worker_finishes_it(
     body = api.get(f"/api/roots/{root.pk}/").json()
     assert body["progress"] == {"done": 4, "total": 4, "running": False}
     assert body["counts"]["new"] == 4
+    # The page shows the run these numbers belong to, and why it exists.
+    assert body["run"]["id"] == fresh.pk and body["run"]["state"] == "fertig"
+    assert f"Lauf {stale.pk}" in body["run"]["note"]
     assert IndexEntry.objects.filter(root=root).count() == 4
     # The dead worker's message, redelivered later, runs nothing twice.
     assert index_root_run(root_id=root.pk, run_id=stale.pk).outcome == "ersetzt"

@@ -27,10 +27,15 @@ BASE_DIR = Path(__file__).resolve().parents[2]
 FILES = 24
 # A queue of its own: the suite's shared worker (tests/fixtures.py) must not take this run.
 QUEUE = f"kill-test-{os.getpid()}"
-# Slow the run down so the kill lands in the middle of it: a test hook, never a production sleep.
-SLOW = processes.process_env(
-    NOVABERG_FILES_TEST_HOOK="files.tests.hooks:slow_files", NOVABERG_FILES_TEST_HOOK_DELAY_S="0.25"
-)
+
+
+def _slow_env() -> dict[str, str]:
+    """Slow the run down so the kill lands in the middle of it: a test hook, never a production
+    sleep. Built when the worker starts: the test database's name is known only then."""
+    return processes.process_env(
+        NOVABERG_FILES_TEST_HOOK="files.tests.hooks:slow_files",
+        NOVABERG_FILES_TEST_HOOK_DELAY_S="0.25",
+    )
 
 
 def _corpus(base: Path) -> None:
@@ -48,7 +53,7 @@ def _start_worker(log: Path) -> subprocess.Popen[bytes]:
          "--without-gossip", "--without-mingle", "-Q", QUEUE],
         log_path=log,
         ready=lambda: bool(app.control.ping(destination=[name], timeout=0.5)),
-        env=SLOW,
+        env=_slow_env(),
     )  # fmt: skip
 
 
@@ -112,7 +117,7 @@ def test_a_killed_pool_process_gives_the_message_back_and_the_worker_finishes(
          "INFO", "-n", name, "--without-gossip", "--without-mingle", "-Q", queue],
         log_path=tmp_path / "pool-worker.log",
         ready=lambda: bool(app.control.ping(destination=[name], timeout=0.5)),
-        env=SLOW,
+        env=_slow_env(),
     )  # fmt: skip
     run = IndexRun.objects.create(root=root, state=IndexRun.State.WAITING)
     try:
