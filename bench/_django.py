@@ -3,8 +3,9 @@ benchmark never fills the app's database or races the test suite's.
 
 Run directly (not under ``make bench``), a benchmark may have to start the embedded PostgreSQL
 (and Redis, when it asks for it); what it started it stops again when it ends, also on SIGTERM
-or Ctrl-C, so no server is left running that nobody will stop. Servers it found running (a
-``make run``, ``make bench``'s own) are left alone.
+or Ctrl-C, so no server is left running that nobody will stop — unless another benchmark run
+directly beside it still holds a lease on it; then the last one to leave stops it. Servers it
+found running without a benchmark's marker (``make run``, ``make bench``'s own) are left alone.
 
 Every result carries where it was measured: commit (``+dirty`` when the tree has changes
 beyond the benchmark outputs), date and machine (``provenance``).
@@ -14,12 +15,15 @@ from __future__ import annotations
 
 import atexit
 import datetime as dt
+import fcntl
 import os
 import platform
 import re
 import signal
 import subprocess
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from functools import cache
 from pathlib import Path
 from types import FrameType
@@ -30,7 +34,7 @@ RESULTS_DIR = BASE_DIR / "bench" / "results"
 # What the benchmarks themselves write: not a change of the code that was measured.
 OUTPUT_PATHS = ("bench/results/", "README.md")
 
-_started: list[str] = []
+_leased = False
 
 
 def setup(*, redis: bool = False) -> None:
@@ -49,19 +53,71 @@ def setup(*, redis: bool = False) -> None:
     call_command("migrate", verbosity=0, interactive=False)
 
 
-def _stop_started() -> None:
+# Leases: a server a benchmark started is the benchmarks' to stop, but not while another
+# benchmark run directly beside it still uses it. Each benchmark process holds a lease file
+# (its PID); a marker names each server a benchmark started; the last lease holder to leave
+# stops the marked servers. Servers started by anyone else (make run, make bench) carry no
+# marker and are never stopped here.
+
+
+def _lease_dir() -> Path:
     from novaberg import embedded
 
-    while _started:
-        name = _started.pop()
-        if name == "postgres":
-            from django.db import connections
+    folder = embedded.ensure_data_dir() / "bench-leases"
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
 
-            connections.close_all()
-            stopped = embedded.stop_postgres()
-        else:
-            stopped = embedded.stop_redis()
-        print(f"[bench] {name} (eingebettet) {'gestoppt' if stopped else 'war schon fort'}")
+
+@contextmanager
+def _leases_locked() -> Iterator[Path]:
+    folder = _lease_dir()
+    with open(folder / ".lock", "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield folder
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+def _live_leases(folder: Path) -> list[int]:
+    live = []
+    for lease in folder.glob("[0-9]*"):
+        pid = int(lease.name)
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            lease.unlink(missing_ok=True)  # a benchmark killed hard: its lease goes
+            continue
+        except PermissionError:
+            pass
+        live.append(pid)
+    return live
+
+
+def _release() -> None:
+    from novaberg import embedded
+
+    global _leased
+    if not _leased:
+        return
+    _leased = False
+    with _leases_locked() as folder:
+        (folder / str(os.getpid())).unlink(missing_ok=True)
+        if _live_leases(folder):
+            return
+        for name in ("redis", "postgres"):
+            marker = folder / f"{name}.started"
+            if not marker.exists():
+                continue
+            if name == "postgres":
+                from django.db import connections
+
+                connections.close_all()
+                stopped = embedded.stop_postgres()
+            else:
+                stopped = embedded.stop_redis()
+            marker.unlink(missing_ok=True)
+            print(f"[bench] {name} (eingebettet) {'gestoppt' if stopped else 'war schon fort'}")
 
 
 def _on_signal(signum: int, _frame: FrameType | None) -> None:
@@ -69,26 +125,30 @@ def _on_signal(signum: int, _frame: FrameType | None) -> None:
 
 
 def _ensure_services(*, redis: bool) -> None:
-    """Find or start what the benchmark needs; register the stop of what was started here."""
+    """Find or start what the benchmark needs, under a lease (see above)."""
     import psycopg
 
     from novaberg import embedded
 
-    atexit.register(_stop_started)
+    global _leased
+    atexit.register(_release)
     signal.signal(signal.SIGTERM, _on_signal)
     url = os.environ.get("DATABASE_URL", "").strip()
-    if not url:
-        state = embedded.ensure_postgres()  # creates BENCH_DB (NOVABERG_DATABASE_NAME) too
-        if state.started_now:
-            _started.append("postgres")
-            print(f"[bench] PostgreSQL (eingebettet) gestartet in {embedded.pg_dir()}")
-        url = state.url
-    if redis and not os.environ.get("REDIS_URL", "").strip():
-        rstate = embedded.ensure_redis()
-        if rstate.started_now:
-            _started.append("redis")
-            shown = re.sub(r"//:[^@]*@", "//:***@", rstate.url)  # never print the password
-            print(f"[bench] Redis (eingebettet) gestartet: {shown}")
+    with _leases_locked() as folder:
+        (folder / str(os.getpid())).write_text(" ".join(sys.argv))
+        _leased = True
+        if not url:
+            state = embedded.ensure_postgres()  # creates BENCH_DB (NOVABERG_DATABASE_NAME) too
+            if state.started_now:
+                (folder / "postgres.started").write_text(str(os.getpid()))
+                print(f"[bench] PostgreSQL (eingebettet) gestartet in {embedded.pg_dir()}")
+            url = state.url
+        if redis and not os.environ.get("REDIS_URL", "").strip():
+            rstate = embedded.ensure_redis()
+            if rstate.started_now:
+                (folder / "redis.started").write_text(str(os.getpid()))
+                shown = re.sub(r"//:[^@]*@", "//:***@", rstate.url)  # never print the password
+                print(f"[bench] Redis (eingebettet) gestartet: {shown}")
     import dj_database_url
 
     params = dj_database_url.parse(url)

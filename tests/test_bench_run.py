@@ -94,3 +94,43 @@ def test_every_result_names_commit_date_and_machine(
     ).stdout.strip()
     assert lines[2].startswith(f"Commit `{head}")
     assert " UTC, " in lines[2] and "cores" in lines[2]
+
+
+def test_the_last_benchmark_to_leave_stops_the_server_a_benchmark_started(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from novaberg import embedded
+
+    stopped: list[str] = []
+    monkeypatch.setattr(_django, "_lease_dir", lambda: tmp_path)
+    monkeypatch.setattr(embedded, "stop_postgres", lambda: stopped.append("postgres") or True)
+    (tmp_path / "postgres.started").write_text("1")
+    finished = subprocess.Popen(["true"])
+    finished.wait()
+    (tmp_path / str(finished.pid)).write_text("killed hard")
+    (tmp_path / str(os.getppid())).write_text("another benchmark, still running")
+    (tmp_path / str(os.getpid())).write_text("this one")
+    monkeypatch.setattr(_django, "_leased", True)
+    _django._release()
+    assert stopped == []  # the other one still uses it
+    assert not (tmp_path / str(finished.pid)).exists()  # a dead lease is cleared
+    (tmp_path / str(os.getppid())).unlink()
+    (tmp_path / str(os.getpid())).write_text("this one")
+    monkeypatch.setattr(_django, "_leased", True)
+    _django._release()
+    assert stopped == ["postgres"]
+    assert not (tmp_path / "postgres.started").exists()
+
+
+def test_a_server_no_benchmark_started_is_left_running(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from novaberg import embedded
+
+    stopped: list[str] = []
+    monkeypatch.setattr(_django, "_lease_dir", lambda: tmp_path)
+    monkeypatch.setattr(embedded, "stop_postgres", lambda: stopped.append("postgres") or True)
+    (tmp_path / str(os.getpid())).write_text("this one")
+    monkeypatch.setattr(_django, "_leased", True)
+    _django._release()
+    assert stopped == []
