@@ -4,6 +4,10 @@ Its own block, never an entry under [GEDAECHTNIS]: records from files released t
 her memory and not her knowledge; they may be wrong or old; when she answers from them she says
 so and names the citation; if a record contradicts her memory she says both. The wording is the
 only thing that carries the provenance across into memory (seed 002 §1a.4).
+
+Each entry shows, right under its citation, the text of exactly the cited lines, line by line;
+the file's summary stands apart, after it, labelled as being about the whole file — so a model
+cannot attach one section's numbers to another section's citation (issue 9).
 """
 
 from __future__ import annotations
@@ -18,7 +22,10 @@ FRAMING = (
     "Aufzeichnungen können falsch oder veraltet sein. "
     "Wenn du daraus antwortest, sag das („In den Unterlagen steht …“, "
     "„Ich habe Aufzeichnungen, die …“) und nenne die Fundstelle. "
-    "Widerspricht eine Aufzeichnung deiner Erinnerung, sag beides."
+    "Widerspricht eine Aufzeichnung deiner Erinnerung, sag beides. "
+    "Unter jeder Fundstelle steht der Text genau dieser Zeilen; nur was dort steht, belegt "
+    "diese Fundstelle. Die Zusammenfassung darunter gilt für die ganze Datei, nicht für die "
+    "Fundstelle."
 )
 CONCEPT_NOTE = (
     "Ein Konzept oder eine Dokumentation ist kein Beleg dafür, dass etwas existiert oder "
@@ -39,6 +46,10 @@ def _size(size: int) -> str:
     return f"{size / (1024 * 1024):.1f} MB".replace(".", ",")
 
 
+# Each line of the cited text is quoted on its own line, so CSV rows and list items stay apart.
+QUOTE = "   │ "
+
+
 def _entry(n: int, record: dict[str, Any]) -> str:
     own = record.get("eigentum") == "figur"
     kind = "eigene Funde (dein früheres Material)" if own else "Material der Person"
@@ -53,10 +64,23 @@ def _entry(n: int, record: dict[str, Any]) -> str:
         lines.append("   Art: Konzept — beschreibt, beweist nicht")
     if record.get("changed"):
         lines.append("   Hinweis: Die Datei hat sich seit dem Indexieren geändert.")
+    excerpt = str(record.get("excerpt") or "")
+    if excerpt:
+        shown = str(record.get("excerpt_lines") or record.get("lines") or "")
+        if record.get("excerpt_cut"):
+            label = f"Text der Fundstelle (gekürzt, gezeigt: Zeilen {shown}):"
+        else:
+            label = f"Text der Fundstelle (Zeilen {shown}):" if shown else "Text der Fundstelle:"
+        lines.append(f"   {label}")
+        lines.extend(f"{QUOTE}{line}".rstrip() for line in excerpt.splitlines())
+    else:
+        lines.append("   Text der Fundstelle: nicht lesbar.")
     if record.get("summary"):
-        lines.append(f"   Zusammenfassung: {record['summary']}")
-    if record.get("excerpt"):
-        lines.append(f"   Auszug: „{record['excerpt']}“")
+        path = record.get("path") or str(record["citation"]).rsplit(":", 1)[0]
+        lines.append(
+            f"   Zusammenfassung der ganzen Datei {path} (nicht nur dieser Fundstelle): "
+            f"{record['summary']}"
+        )
     return "\n".join(lines)
 
 

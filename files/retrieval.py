@@ -2,8 +2,12 @@
 
 The enricher path: every turn, no model call, the turn's ONE vector (the same vector memory and
 library use — never a second embedding of the same text). Hybrid search (``files.search``) picks
-at most K files; for each, the best block of its block map gives the citation (path:lines) and
-a short excerpt, read through the resolved-path-checked reader (``files.reading``).
+at most K files; for each, the best block (the one the block channels found, else the best of its
+block map) gives the citation (path:lines) and the excerpt: the text of exactly those lines,
+read through the resolved-path-checked reader (``files.reading``), line by line — CSV rows and
+list items stay separate lines (issue 9) — bounded by lines, never cut in the middle of a line
+but a very long one. The file's summary travels separately (``summary``): it is about the whole
+file, not about the cited lines.
 """
 
 from __future__ import annotations
@@ -11,15 +15,23 @@ from __future__ import annotations
 import re
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.db import connection
 
+from conversation.models import Character
 from files import reading
-from files.models import IndexEntry
+from files.models import IndexBlock, IndexEntry
 from files.search import Hit, _vector_literal, hybrid_search
 
-EXCERPT_CHARS = 280
+if TYPE_CHECKING:
+    from django.contrib.auth.models import User
+
+# The excerpt shows at most this many non-blank lines of the cited block (the rest is said to
+# be cut, with the lines shown), and a single line longer than EXCERPT_LINE_CHARS is cut at a
+# word boundary with " …" (a PDF paragraph can be one line).
+EXCERPT_MAX_LINES = 12
+EXCERPT_LINE_CHARS = 400
 # A block whose text contains a query stem that is also a keyword of the file wins over a block
 # that is merely closer in embedding space (measured: "Schrühbrand" question → the Glasurbrand
 # block by cosine alone).
@@ -29,15 +41,16 @@ BLOCK_KEYWORD_BONUS = 0.15
 @dataclass(frozen=True)
 class RetrievalResult:
     # Each record: path, lines ("a-b"), citation ("path:a-b"), channel ("dicht"/"lexikalisch"/
-    # "beide"), strength ("stark"/"mittel"/"schwach"), size, eigentum, archived, summary, excerpt,
-    # root_id, cosine (float | None).
+    # "beide"), strength ("stark"/"mittel"/"schwach"), size, eigentum, archived, summary (of the
+    # whole file), excerpt (the cited lines, joined by "\n"), excerpt_lines ("a-b" shown),
+    # excerpt_cut, root_id, cosine (float | None).
     records: list[dict[str, Any]] = field(default_factory=list)
     # For PipelineLog: hits, channels, worst_cosine, ms, ...
     log: dict[str, Any] = field(default_factory=dict)
 
 
 def records_for_turn(
-    *, user: Any, character: Any, query_vector: list[float] | None, text: str
+    *, user: User, character: Character, query_vector: list[float] | None, text: str
 ) -> RetrievalResult:
     """At most K records of the pair's active roots for this turn; [] when nothing is relevant.
 
@@ -54,7 +67,7 @@ def records_for_turn(
         stems=outcome.query_lexemes,
     )
     cosines = [r["cosine"] for r in records if r["cosine"] is not None]
-    log = {
+    log: dict[str, Any] = {
         "hits": len(records),
         "channels": [r["channel"] for r in records],
         "citations": [r["citation"] for r in records],
@@ -67,8 +80,8 @@ def records_for_turn(
 
 def records_from_hits(
     *,
-    user: Any,
-    character: Any,
+    user: User,
+    character: Character,
     hits: list[Hit],
     query_vector: list[float] | None,
     stems: list[str],
@@ -93,14 +106,26 @@ def records_from_hits(
             root_id=entry.root_id,
         )
         lines = read.text.splitlines() if read.ok else []
-        best = _best_block(entry, blocks, lines, block_scores, stems)
+        best = next((b for b in blocks if b["ordinal"] == hit.block_ordinal), None)
+        if best is None:
+            best = _best_block(entry, blocks, lines, block_scores, stems)
         start, end = (best["line_start"], best["line_end"]) if best else (1, entry.line_count or 1)
-        excerpt = ""
-        if read.ok:
-            body = [ln for ln in lines[start - 1 : end] if ln.strip()]
-            excerpt = " ".join(ln.strip() for ln in body)
-            if len(excerpt) > EXCERPT_CHARS:
-                excerpt = excerpt[: EXCERPT_CHARS - 1].rsplit(" ", 1)[0] + " …"
+        excerpt = Excerpt(text="", line_start=start, line_end=start - 1, cut=False)
+        if read.ok and end > len(lines) and start > 0:
+            # The whole-file read stops at FILES_READ_MAX_LINES: read the block itself.
+            part = reading.zeilen_lesen(
+                user=user,
+                character=character,
+                path=entry.rel_path,
+                start=start,
+                end=end,
+                root_id=entry.root_id,
+            )
+            if part.ok:
+                padded = [""] * (start - 1) + part.text.splitlines()
+                excerpt = excerpt_of(padded, start, end)
+        elif read.ok:
+            excerpt = excerpt_of(lines, start, end)
         records.append(
             {
                 "entry_id": entry.id,
@@ -118,7 +143,9 @@ def records_from_hits(
                 "concept": _is_concept(entry),
                 "topic": entry.topic,
                 "summary": entry.summary,
-                "excerpt": excerpt,
+                "excerpt": excerpt.text,
+                "excerpt_lines": f"{excerpt.line_start}-{excerpt.line_end}" if excerpt.text else "",
+                "excerpt_cut": excerpt.cut,
                 "changed": read.changed,
                 "readable": read.ok,
                 "cosine": round(hit.cosine, 4) if hit.cosine is not None else None,
@@ -128,13 +155,46 @@ def records_from_hits(
     return records
 
 
+@dataclass(frozen=True)
+class Excerpt:
+    text: str  # the shown lines, joined by "\n"
+    line_start: int
+    line_end: int  # the last line shown (< the block's end when cut)
+    cut: bool
+
+
+def excerpt_of(lines: list[str], start: int, end: int) -> Excerpt:
+    """The text of lines ``start``..``end`` (1-based, inclusive) line by line: trailing blanks
+    and runs of blank lines collapsed, at most EXCERPT_MAX_LINES non-blank lines."""
+    shown: list[str] = []
+    last = start - 1
+    kept = 0
+    cut = False
+    for number in range(max(1, start), min(end, len(lines)) + 1):
+        line = lines[number - 1].rstrip()
+        if not line.strip():
+            if shown and shown[-1] != "":
+                shown.append("")
+            continue
+        if kept == EXCERPT_MAX_LINES:
+            cut = True
+            break
+        if len(line) > EXCERPT_LINE_CHARS:
+            line = line[: EXCERPT_LINE_CHARS - 1].rsplit(" ", 1)[0] + " …"
+        shown.append(line)
+        kept += 1
+        last = number
+    while shown and shown[-1] == "":
+        shown.pop()
+    first = next((n for n in range(max(1, start), last + 1) if lines[n - 1].strip()), max(1, start))
+    return Excerpt(text="\n".join(shown), line_start=first, line_end=last, cut=cut)
+
+
 def _block_cosines(
     entry_ids: list[int], query_vector: list[float] | None
 ) -> dict[tuple[int, int], float]:
     if query_vector is None:
         return {}
-    from files.models import IndexBlock
-
     with connection.cursor() as cur:
         cur.execute(
             f"SELECT entry_id, ordinal, 1 - (embedding <=> %s::vector) "

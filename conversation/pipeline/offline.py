@@ -24,12 +24,17 @@ _SIEZEN = re.compile(r"\b(siez\w*|sie-form|per sie|förmlich)", re.I)
 
 def _record_line(record: dict[str, Any]) -> str:
     """One record in the offline answer: the cited lines themselves (the excerpt of the best
-    block), so the answer says what stands at the citation; the file's summary only where no
-    excerpt could be read."""
+    block, already bounded by lines), so the answer says what stands at the citation; the
+    file's summary only where no excerpt could be read. The lines keep their breaks (CSV rows,
+    list items), each continuation indented under the citation."""
     excerpt = str(record.get("excerpt") or "").strip()
-    said = f"„{excerpt[:300]}“" if excerpt else str(record.get("summary") or "").strip()[:300]
     archived = " (archiviert – abgelöst, nicht geltend)" if record.get("archived") else ""
-    return f"- {record.get('citation')}: {said}{archived}"
+    if not excerpt:
+        said = str(record.get("summary") or "").strip()[:300]
+        return f"- {record.get('citation')}: {said}{archived}"
+    first, *rest = [line.rstrip() for line in excerpt.splitlines()]
+    quoted = "\n".join([first, *(f"  {line}".rstrip() for line in rest)])
+    return f"- {record.get('citation')}: „{quoted}“{archived}"
 
 
 def composer(messages: list[dict[str, str]], hints: dict[str, Any]) -> str:

@@ -36,6 +36,24 @@ def _record(result: reading.ReadResult) -> dict[str, Any]:
     }
 
 
+def _found_entry(record: dict[str, Any]) -> str:
+    """One search hit: its citation, then the cited lines themselves (line by line), then —
+    labelled as such — the summary of the whole file (issue 9: a section's citation must not
+    carry another section's content)."""
+    label = " (archiviert — abgelöst, nicht geltend)" if record["archived"] else ""
+    out = [f"- {record['citation']}{label} [{record['strength']}, {record['channel']}]:"]
+    excerpt = str(record.get("excerpt") or "")
+    if excerpt:
+        if record.get("excerpt_cut"):
+            out.append(f"  (gekürzt, gezeigt: Zeilen {record.get('excerpt_lines')})")
+        out.extend(f"  > {line}".rstrip() for line in excerpt.splitlines())
+    else:
+        out.append("  (Der Text dieser Zeilen ist gerade nicht lesbar.)")
+    if record.get("summary"):
+        out.append(f"  Zur ganzen Datei {record['path']}: {record['summary']}")
+    return "\n".join(out)
+
+
 def _searched_scope(ctx: AgentContext) -> str:
     roots = reading.pair_roots(user=ctx.user, character=ctx.character)
     files = sum(r.entries.filter(state="vorhanden").count() for r in roots)
@@ -145,14 +163,7 @@ def _search(ctx: AgentContext, request: ReadRequest) -> AgentResult:
             f"{_searched_scope(ctx)}.",
             step="nichts_gefunden",
         )
-    lines = []
-    for r in found:
-        label = " (archiviert — abgelöst, nicht geltend)" if r["archived"] else ""
-        lines.append(
-            f"- {r['citation']}{label} [{r['strength']}, {r['channel']}]: {r['summary']}"
-            + (f" — „{r['excerpt']}“" if r["excerpt"] else "")
-        )
-    text = f"In deinen Unterlagen steht zu „{query}“:\n" + "\n".join(lines)
+    text = f"In deinen Unterlagen steht zu „{query}“:\n" + "\n".join(_found_entry(r) for r in found)
     return AgentResult(
         Status.DONE,
         text,

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from django.contrib.auth.models import User
 
 from conversation.models import Character
 from files.blocks import records_block
@@ -59,9 +60,86 @@ def test_entry_carries_citation_strength_size_owner_summary_and_excerpt() -> Non
     assert "Treffer: stark" in head
     assert "Größe: 2,0 KB" in head
     assert "Herkunft: Material der Person" in head
-    assert "Zusammenfassung: Der Umzug in die neue Wohnung ist am 14. Juni." in entry
-    assert "Auszug: „Innerhalb von zwei Wochen beim Bürgeramt ummelden.“" in entry
     assert "archiviert" not in entry
+
+
+def test_the_cited_lines_stand_under_the_citation_and_the_summary_is_labelled_whole_file() -> None:
+    block = records_block([_record()])
+    lines = block.splitlines()
+    at = lines.index(next(ln for ln in lines if ln.startswith("1. Fundstelle: plan.md:13-17")))
+    # Right under the citation: the text of exactly those lines, labelled with them.
+    assert lines[at + 1] == "   Text der Fundstelle (Zeilen 13-17):"
+    assert lines[at + 2] == "   │ Innerhalb von zwei Wochen beim Bürgeramt ummelden."
+    # After it, apart and labelled as the whole file's: the summary.
+    assert lines[at + 3] == (
+        "   Zusammenfassung der ganzen Datei plan.md (nicht nur dieser Fundstelle): "
+        "Der Umzug in die neue Wohnung ist am 14. Juni."
+    )
+    # The summary's date is not presented as the content of lines 13-17.
+    assert "14. Juni" not in "\n".join(lines[at + 1 : at + 3])
+    assert "nur was dort steht, belegt diese Fundstelle" in lines[1]
+    assert "gilt für die ganze Datei" in lines[1]
+
+
+def test_each_citation_carries_its_own_lines_not_another_sections() -> None:
+    """Two sections of one file: each citation shows its own numbers (issue 9: the composer's
+    prompt showed the summary of another section under brennkurven.md:9-13)."""
+    summary = "Schrühbrand bei 950 Grad, Glasurbrand bei 1240 Grad."
+    block = records_block(
+        [
+            _record(
+                path="brennkurven.md",
+                citation="brennkurven.md:9-13",
+                lines="9-13",
+                excerpt="## Glasurbrand\nBis 1240 Grad, zwanzig Minuten halten.",
+                excerpt_lines="9-10",
+                summary=summary,
+            ),
+            _record(
+                path="brennkurven.md",
+                citation="brennkurven.md:3-7",
+                lines="3-7",
+                excerpt="## Schrühbrand\nBis 950 Grad, langsam aufheizen.",
+                excerpt_lines="3-4",
+                summary=summary,
+            ),
+        ]
+    )
+    first, second = block.split("\n1. ", 1)[1].split("\n2. ", 1)
+    quoted = [ln for ln in first.splitlines() if ln.startswith("   │ ")]
+    assert quoted == ["   │ ## Glasurbrand", "   │ Bis 1240 Grad, zwanzig Minuten halten."]
+    assert "950" not in "\n".join(quoted)
+    assert [ln for ln in second.splitlines() if ln.startswith("   │ ")] == [
+        "   │ ## Schrühbrand",
+        "   │ Bis 950 Grad, langsam aufheizen.",
+    ]
+
+
+def test_excerpt_keeps_its_line_breaks_in_the_block() -> None:
+    block = records_block(
+        [
+            _record(
+                path="konto.csv",
+                citation="konto.csv:1-3",
+                lines="1-3",
+                excerpt="Datum;Betrag\n2026-01-02;-45,10\n2026-01-05;1200,00",
+                summary="",
+            )
+        ]
+    )
+    assert "   │ Datum;Betrag\n   │ 2026-01-02;-45,10\n   │ 2026-01-05;1200,00" in block
+    assert "Zusammenfassung der ganzen Datei" not in block
+
+
+def test_a_cut_excerpt_says_which_lines_it_shows() -> None:
+    block = records_block([_record(excerpt_lines="13-15", excerpt_cut=True)])
+    assert "Text der Fundstelle (gekürzt, gezeigt: Zeilen 13-15):" in block
+
+
+def test_an_unreadable_excerpt_is_said_and_the_summary_still_labelled() -> None:
+    block = records_block([_record(excerpt="")])
+    assert "Text der Fundstelle: nicht lesbar." in block
+    assert "Zusammenfassung der ganzen Datei plan.md" in block
 
 
 def test_archived_concept_is_labelled_and_concepts_are_no_proof() -> None:
@@ -88,17 +166,30 @@ def test_entries_are_numbered_in_rank_order() -> None:
 
 
 @pytest.mark.django_db
-def test_block_from_a_real_turn(user: Any, nova: Character, tmp_path: Path) -> None:
+def test_block_from_a_real_turn(user: User, nova: Character, tmp_path: Path) -> None:
     make_root(user=user, character=nova, directory=tmp_path / "ablage")
     text = "Wie heiß ist der Schrühbrand?"
     result = records_for_turn(user=user, character=nova, query_vector=embed_one(text), text=text)
     block = records_block(result.records)
-    assert "1. Fundstelle: toepfern/brennen.md:5-9" in block
-    assert "Der erste Brand ist der Schrühbrand bei 950 Grad." in block
+    lines = block.splitlines()
+    at = lines.index(next(ln for ln in lines if ln.startswith("1. Fundstelle: toepfern/")))
+    assert lines[at].startswith("1. Fundstelle: toepfern/brennen.md:5-9")
+    assert lines[at + 1] == "   Text der Fundstelle (Zeilen 5-9):"
+    # The section's own lines, one per line, in file order; nothing of the Glasurbrand section.
+    assert lines[at + 2 : at + 6] == [
+        "   │ ## Schrühbrand",
+        "   │",
+        "   │ Der erste Brand ist der Schrühbrand bei 950 Grad.",
+        "   │ Danach ist der Scherben fest, aber noch porös und nimmt die Glasur gut an.",
+    ]
+    assert "1240" not in "\n".join(ln for ln in lines if ln.startswith("   │"))
+    assert lines[at + 7].startswith(
+        "   Zusammenfassung der ganzen Datei toepfern/brennen.md (nicht nur dieser Fundstelle):"
+    )
 
 
 @pytest.mark.django_db
-def test_changed_file_is_said_in_the_block(user: Any, nova: Character, tmp_path: Path) -> None:
+def test_changed_file_is_said_in_the_block(user: User, nova: Character, tmp_path: Path) -> None:
     make_root(user=user, character=nova, directory=tmp_path / "ablage")
     target = tmp_path / "ablage" / "toepfern" / "brennen.md"
     target.write_text(target.read_text().replace("950", "1000"))
