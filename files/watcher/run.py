@@ -14,6 +14,9 @@ Rules this module carries:
   at the end of a completed run only, never deleted.
 - One run per root at a time: a PostgreSQL session advisory lock, released by the server when
   the worker dies (SIGKILL included), so a killed run never blocks the next one.
+- Every run has its ``IndexRun`` row (files/watcher/runs.py): progress, counts and times are
+  published with the root's copy in one transaction; the heartbeat lets beat requeue a run
+  whose worker died. Learning a file is the indexing service's job (files/indexing.py).
 """
 
 from __future__ import annotations

@@ -44,11 +44,12 @@ class Command(BaseCommand):
             )
             self.stdout.write("")
             c = report.counts
+            run = f"Lauf {report.run_id}: " if report.run_id is not None else ""
             if report.outcome != "fertig":
-                self.stdout.write(f"  {report.outcome}")
+                self.stdout.write(f"  {run}{report.outcome}")
                 continue
             skipped = ", ".join(f"{k} {v}" for k, v in c["skipped"].items()) or "keine"
             self.stdout.write(
-                f"  neu {c['new']}, geändert {c['changed']}, unverändert {c['unchanged']}, "
+                f"  {run}neu {c['new']}, geändert {c['changed']}, unverändert {c['unchanged']}, "
                 f"fort {c['gone']}, übersprungen: {skipped}, Fehler {c['errors']}"
             )
