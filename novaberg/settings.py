@@ -244,8 +244,20 @@ CACHES = {
 LLM_BASE_URL = env_str("NOVABERG_LLM_BASE_URL")
 LLM_API_KEY = env_str("NOVABERG_LLM_API_KEY")
 LLM_MODEL = env_str("NOVABERG_LLM_MODEL", "gpt-4o-mini")
-LLM_TIMEOUT_S = env_float("NOVABERG_LLM_TIMEOUT_S", 60.0)
+LLM_TIMEOUT_S = env_float("NOVABERG_LLM_TIMEOUT_S", 60.0)  # longest silence on a connection
+# Retries only for failures before generation (refused, connect timeout, 429/5xx); never a read.
 LLM_MAX_RETRIES = env_int("NOVABERG_LLM_MAX_RETRIES", 2, minimum=0)
+LLM_CONNECT_TIMEOUT_S = env_float("NOVABERG_LLM_CONNECT_TIMEOUT_S", 5.0)
+LLM_FIRST_TOKEN_S = env_float("NOVABERG_LLM_FIRST_TOKEN_S", 20.0)  # a stream's first token
+LLM_TOTAL_S = env_float("NOVABERG_LLM_TOTAL_S", 60.0)  # caps every purpose's deadline
+for _name, _value in (
+    ("NOVABERG_LLM_TIMEOUT_S", LLM_TIMEOUT_S),
+    ("NOVABERG_LLM_CONNECT_TIMEOUT_S", LLM_CONNECT_TIMEOUT_S),
+    ("NOVABERG_LLM_FIRST_TOKEN_S", LLM_FIRST_TOKEN_S),
+    ("NOVABERG_LLM_TOTAL_S", LLM_TOTAL_S),
+):
+    if _value <= 0:
+        _fail(f"{_name} must be > 0, got {_value}")
 
 EMBEDDINGS_BACKEND = env_str("NOVABERG_EMBEDDINGS", "local")
 if EMBEDDINGS_BACKEND not in {"local", "openai"}:

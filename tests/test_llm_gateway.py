@@ -426,3 +426,54 @@ def test_ping_fails_on_closed_port(settings: Any) -> None:
 
 def test_ping_offline_is_true(offline: OfflineBackend) -> None:
     assert llm.ping() is True
+
+
+# -- the fake server's bad models (issue 13) ---------------------------------------------------
+
+
+def test_non_json_page_is_unreadable(fake_llm: FakeOpenAI) -> None:
+    fake_llm.add(non_json=True)
+
+    result = get_gateway().chat(MESSAGES, purpose="test")
+
+    assert result.failure is not None
+    assert result.failure.step == "antwort_unlesbar"
+
+
+def test_wrong_shape_is_unreadable_in_chat_and_stream(fake_llm: FakeOpenAI) -> None:
+    fake_llm.add("Hallo", wrong_shape=True, times=2)
+    gateway = get_gateway()
+
+    result = gateway.chat(MESSAGES, purpose="test")
+    text, events = _collect(gateway.stream(MESSAGES, purpose="reply"))
+
+    assert result.failure is not None
+    assert result.failure.step == "antwort_unlesbar"
+    assert text == ""
+    assert events[-1].failure is not None
+    assert events[-1].failure.step == "antwort_unlesbar"
+
+
+def test_empty_streamed_answer_is_unreadable(fake_llm: FakeOpenAI) -> None:
+    fake_llm.add("")
+
+    text, events = _collect(get_gateway().stream(MESSAGES, purpose="reply"))
+
+    assert text == ""
+    assert [e.kind for e in events] == ["error"]
+    assert events[0].failure is not None
+    assert events[0].failure.step == "antwort_unlesbar"
+
+
+def test_read_timeout_is_not_retried(fake_llm: FakeOpenAI, settings: Any) -> None:
+    # issue 13: the client used to retry read timeouts (3 × the timeout per call).
+    settings.LLM_MAX_RETRIES = 2
+    settings.LLM_TIMEOUT_S = 0.3
+    fake_llm.add("zu spät", delay_s=1.0)
+    fake_llm.add("nie verlangt")
+
+    result = get_gateway().chat(MESSAGES, purpose="test")
+
+    assert result.failure is not None
+    assert result.failure.step == "zeitueberschreitung"
+    assert len(fake_llm.chat_requests()) == 1

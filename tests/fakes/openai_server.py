@@ -5,6 +5,13 @@ the real `openai` client, its HTTP stack, timeouts and SSE parsing are all exerc
 
 Served:
 - `POST /v1/chat/completions`: scripted answers (`add`), plain JSON or SSE when `"stream": true`.
+  Scripted failure modes (the bad models of issue 13), each an `add()` keyword:
+  `status=500` (an error before any token), `text=""` (an empty answer), `malformed=True`
+  (broken JSON), `non_json=True` (an HTML error page with status 200), `wrong_shape=True`
+  (JSON without `choices`), `first_token_delay_s` (headers at once, the first token late),
+  `endless=True` (a stream that never ends and ignores `max_tokens`; unstreamed: no answer at
+  all), and `break_stream_after`. `closed_port_url()` is a base URL where the connection is refused.
+  `stream_outcomes` / `wait_for_disconnect()` show whether a client hung up mid-answer.
 - `POST /v1/embeddings`: deterministic hashed bag-of-words vectors, unit length.
 - `GET /v1/models`.
 """
@@ -16,6 +23,7 @@ import hashlib
 import json
 import math
 import re
+import select
 import socket
 import struct
 import sys
@@ -45,6 +53,24 @@ class _Script:
     chunk_delay_s: float
     break_stream_after: int | None
     times: int
+    endless: bool = False
+    first_token_delay_s: float = 0.0
+    non_json: bool = False
+    wrong_shape: bool = False
+
+
+# An endless stream without a chunk delay would flood the client (and these 2 cores).
+ENDLESS_CHUNK_DELAY_S = 0.01
+# Even an endless answer ends some time: a forgotten client must not keep a thread for ever.
+ENDLESS_MAX_S = 120.0
+
+
+def closed_port_url() -> str:
+    """A base URL where nothing listens: bind, read the port, close; a connect is refused."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = int(sock.getsockname()[1])
+    return f"http://127.0.0.1:{port}/v1"
 
 
 def hashed_embedding(text: str, dim: int) -> list[float]:
@@ -91,6 +117,9 @@ class FakeOpenAI:
         self._server: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
         self._counter = 0
+        # One entry per chat answer the handler finished: "complete" or "disconnected".
+        self.stream_outcomes: list[str] = []
+        self._outcome_seen = threading.Condition(self._lock)
 
     # -- lifecycle ---------------------------------------------------------------------------
 
@@ -126,6 +155,7 @@ class FakeOpenAI:
         with self._lock:
             self._scripts.clear()
             self.requests.clear()
+            self.stream_outcomes.clear()
             self._default = DEFAULT_TEXT
             self.latency_s = 0.0
 
@@ -142,9 +172,14 @@ class FakeOpenAI:
         chunk_delay_s: float = 0.0,
         break_stream_after: int | None = None,
         times: int = 1,
+        endless: bool = False,
+        first_token_delay_s: float = 0.0,
+        non_json: bool = False,
+        wrong_shape: bool = False,
     ) -> None:
         """Script a chat answer. The first scripted answer (FIFO) whose `match(body)` is true
-        answers and uses up one of its `times`. `text` may be a callable of the request body."""
+        answers and uses up one of its `times`. `text` may be a callable of the request body.
+        The failure modes are described in the module docstring."""
         if times < 1:
             raise ValueError("times must be >= 1")
         with self._lock:
@@ -158,6 +193,10 @@ class FakeOpenAI:
                     chunk_delay_s=chunk_delay_s,
                     break_stream_after=break_stream_after,
                     times=times,
+                    endless=endless,
+                    first_token_delay_s=first_token_delay_s,
+                    non_json=non_json,
+                    wrong_shape=wrong_shape,
                 )
             )
 
@@ -177,6 +216,17 @@ class FakeOpenAI:
         with self._lock:
             return [r for r in self.requests if r.get("path") == "/v1/chat/completions"]
 
+    def wait_for_disconnect(self, timeout_s: float = 5.0) -> bool:
+        """Wait until some chat answer ended because the client hung up."""
+        deadline = time.monotonic() + timeout_s
+        with self._outcome_seen:
+            while "disconnected" not in self.stream_outcomes:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return False
+                self._outcome_seen.wait(left)
+            return True
+
     def system_prompt(self, i: int = -1) -> str:
         messages = self.chat_requests()[i].get("messages") or []
         return "\n".join(
@@ -188,6 +238,11 @@ class FakeOpenAI:
     def _record(self, body: dict) -> None:
         with self._lock:
             self.requests.append(body)
+
+    def _record_outcome(self, outcome: str) -> None:
+        with self._outcome_seen:
+            self.stream_outcomes.append(outcome)
+            self._outcome_seen.notify_all()
 
     def _next_id(self) -> str:
         with self._lock:
@@ -203,7 +258,16 @@ class FakeOpenAI:
                         self._scripts.remove(script)
                     return script
             default = self._default
-        return _Script(default, None, 200, 0.0, False, 0.0, None, 1)
+        return _Script(
+            text=default,
+            match=None,
+            status=200,
+            delay_s=0.0,
+            malformed=False,
+            chunk_delay_s=0.0,
+            break_stream_after=None,
+            times=1,
+        )
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -254,6 +318,27 @@ class _Handler(BaseHTTPRequestHandler):
         self.fake._record(body)
         return body
 
+    def _client_gone(self) -> bool:
+        """Has the client closed its end? (readable with nothing to read = EOF)"""
+        try:
+            readable, _, _ = select.select([self.connection], [], [], 0)
+            if not readable:
+                return False
+            return self.connection.recv(1, socket.MSG_PEEK) == b""
+        except OSError:
+            return True
+
+    def _wait(self, seconds: float) -> bool:
+        """Sleep, watching the client: False as soon as it hung up."""
+        deadline = time.monotonic() + seconds
+        while True:
+            if self._client_gone():
+                return False
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return True
+            time.sleep(min(left, 0.02))
+
     def _write_chunk(self, data: bytes) -> None:
         self.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
         self.wfile.flush()
@@ -291,6 +376,8 @@ class _Handler(BaseHTTPRequestHandler):
         except (BrokenPipeError, ConnectionResetError):
             # The client gave up (timeout tests); nothing to answer any more.
             self.close_connection = True
+            if self.path == "/v1/chat/completions":
+                self.fake._record_outcome("disconnected")
 
     def _chat(self, body: dict) -> None:
         script = self.fake._take_script(body)
@@ -304,6 +391,30 @@ class _Handler(BaseHTTPRequestHandler):
         model = body.get("model") or FAKE_MODEL_ID
         if body.get("stream"):
             self._chat_stream(text, model, script)
+            return
+        if script.first_token_delay_s and not self._wait(script.first_token_delay_s):
+            self._hung_up()
+            return
+        if script.endless:
+            # Unstreamed, an endless generation is an answer that never comes.
+            self._wait(ENDLESS_MAX_S)
+            self._hung_up()
+            return
+        if script.non_json:
+            page = b"<html><body><h1>502 Bad Gateway</h1></body></html>"
+            self.send_response(200)
+            self.send_header("Content-Type", "text/html")
+            self.send_header("Content-Length", str(len(page)))
+            self.end_headers()
+            self.wfile.write(page)
+            self.fake._record_outcome("complete")
+            return
+        if script.wrong_shape:
+            # Valid JSON, but a legacy completions body: no "message" in the choice.
+            self._send_json(
+                200, {"id": self.fake._next_id(), "object": "text_completion", "result": text}
+            )
+            self.fake._record_outcome("complete")
             return
         if script.malformed:
             data = b'{"id": "chatcmpl-broken", "choices": [ this is not json'
@@ -335,6 +446,11 @@ class _Handler(BaseHTTPRequestHandler):
                 },
             },
         )
+        self.fake._record_outcome("complete")
+
+    def _hung_up(self) -> None:
+        self.close_connection = True
+        self.fake._record_outcome("disconnected")
 
     def _chat_stream(self, text: str, model: str, script: _Script) -> None:
         self.send_response(200)
@@ -360,12 +476,25 @@ class _Handler(BaseHTTPRequestHandler):
             self._write_chunk(b"data: [DONE]\n\n")
             self._write_chunk(b"")
             return
+        if script.first_token_delay_s and not self._wait(script.first_token_delay_s):
+            self._hung_up()
+            return
+        if script.wrong_shape:
+            self._write_chunk(f"data: {json.dumps({'id': chunk_id, 'result': text})}\n\n".encode())
+            self._write_chunk(b"data: [DONE]\n\n")
+            self._write_chunk(b"")
+            self.fake._record_outcome("complete")
+            return
+        if script.endless:
+            self._endless_stream(text, event, script)
+            return
         for i, token in enumerate(_TOKEN_RE.findall(text)):
             if script.break_stream_after is not None and i >= script.break_stream_after:
                 self._break_connection()
                 return
-            if i and script.chunk_delay_s:
-                time.sleep(script.chunk_delay_s)
+            if i and script.chunk_delay_s and not self._wait(script.chunk_delay_s):
+                self._hung_up()
+                return
             delta = {"role": "assistant", "content": token} if i == 0 else {"content": token}
             self._write_chunk(event(delta, None))
         if script.break_stream_after is not None:
@@ -375,6 +504,25 @@ class _Handler(BaseHTTPRequestHandler):
         self._write_chunk(event({}, "stop"))
         self._write_chunk(b"data: [DONE]\n\n")
         self._write_chunk(b"")  # the terminating zero-length chunk
+        self.fake._record_outcome("complete")
+
+    def _endless_stream(
+        self, text: str, event: Callable[[dict, str | None], bytes], script: _Script
+    ) -> None:
+        # A model that never stops and ignores max_tokens: the text's tokens, round and round.
+        tokens = _TOKEN_RE.findall(text or "bla ") or ["bla "]
+        delay = script.chunk_delay_s or ENDLESS_CHUNK_DELAY_S
+        ends = time.monotonic() + ENDLESS_MAX_S
+        i = 0
+        while time.monotonic() < ends:
+            token = tokens[i % len(tokens)]
+            delta = {"role": "assistant", "content": token} if i == 0 else {"content": token}
+            self._write_chunk(event(delta, None))  # BrokenPipe when the client hung up
+            i += 1
+            if not self._wait(delay):
+                self._hung_up()
+                return
+        self._break_connection()
 
     def _break_connection(self) -> None:
         # Drop the socket without the terminating chunk, as a crashed server would.
