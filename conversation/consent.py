@@ -25,6 +25,7 @@ __all__ = [
     "CLAUSE_SEPARATORS",
     "CONSENT_PHRASES",
     "CONSENT_WITH_IST",
+    "WHOLE_CONSENTS",
     "CONSENT_WORDS",
     "DROPPED_SIGNS",
     "FILLER_WORDS",
@@ -163,6 +164,36 @@ CONSENT_PHRASES: tuple[tuple[str, ...], ...] = tuple(
         },
         key=lambda phrase: (-len(phrase), phrase),
     )
+)
+
+# Beyond the seed (issue 12: "sicher", "passt so" and their like): plain consents whose words
+# are not consent words on their own, accepted only as the WHOLE answer (words in this order,
+# nothing else but the signs of DROPPED_SIGNS). "sicher" stays out of CONSENT_WORDS ("ja
+# sicher", "sicher ist sicher" and "bist du sicher" still ask again), and "so" never becomes a
+# filler: "passt das so" and "passt schon" still ask. Refusal is read first, as always.
+WHOLE_CONSENTS: frozenset[str] = frozenset(
+    {
+        "sicher",
+        "sicher doch",
+        "aber sicher",
+        "ganz sicher",
+        "passt so",
+        "das passt so",
+        "so passt es",
+        "so passt das",
+        "passt so danke",
+        "klingt gut",
+        "das klingt gut",
+        "hört sich gut an",
+        "mach es so",
+        "mach das so",
+        "genau so",
+        "ja genau so",
+        "richtig so",
+        "so ist es richtig",
+        "passt perfekt",
+        "perfekt so",
+    }
 )
 
 # seed 000 §3 point 3(d): an asking verb before a subject word in the same clause is a
@@ -513,11 +544,27 @@ def read_answer(text: str, kind: QuestionKind = QuestionKind.YES_NO) -> Reading:
     if kind == QuestionKind.CHOICE:
         return Reading(ConsentOutcome.UNCLEAR, "choice_never_consents")
 
+    if scan.bad_sign is None and " ".join(scan.words) in WHOLE_CONSENTS:
+        _verify_whole_consent(text)
+        return Reading(ConsentOutcome.CONSENT, "whole_consent")
     failure = _consent_failure(scan)
     if failure is not None:
         return Reading(ConsentOutcome.UNCLEAR, failure)
     _verify_consent(text)
     return Reading(ConsentOutcome.CONSENT, "consent")
+
+
+def _verify_whole_consent(text: str) -> None:
+    """The output check of a whole-answer consent, re-derived from the raw text."""
+    normalised = _normalise(text)
+    for ch in normalised:
+        if not (_is_word_char(ch) or ch in DROPPED_SIGNS):
+            raise RuntimeError(f"consent with a sign: {ch!r}")
+    words = re.findall(r"[\w']+", normalised.lower())
+    if " ".join(words) not in WHOLE_CONSENTS:
+        raise RuntimeError("whole consent that is not in the closed set")
+    if _refusal(words) is not None:
+        raise RuntimeError("whole consent with a refusal")
 
 
 def _verify_consent(text: str) -> None:

@@ -18,6 +18,7 @@ from conversation.prompts.composer import COMPOSER_INSTRUCTION
 from conversation.vocabulary import NodeOutcome, Status
 from novaberg import llm
 
+SILENCE_TEXT = "…"  # seed 003 §2.1 Schweigen: Nova says nothing of substance
 LLM_FAILED_TEXT = (
     "Entschuldige, ich kann gerade nicht antworten: Das Sprachmodell ist nicht erreichbar. "
     "Versuch es bitte gleich noch einmal."
@@ -92,6 +93,19 @@ def run(state: TurnState) -> TurnState:
             "records": len(state.records),
             "llm_ms": result.ms,
         }
+        empty = (result.ok and not result.text.strip()) or (
+            result.failure is not None and result.failure.message == "empty message content"
+        )
+        if empty and state.vector is not None and state.vector.vehicle == "schweigen":
+            # seed 003 §2.1: the vehicle Schweigen — empty content on purpose is a short
+            # non-answer, not a failure of the model (issue 12).
+            state.extra["schweigen"] = True
+            state.reply = SILENCE_TEXT
+            if state.on_token is not None:
+                state.on_token(state.reply)
+            state.ttft_ms = state.extra["elapsed_ms"]()
+            log.outcome = "schweigen"
+            return state
         if not result.ok or not result.text.strip():
             step = f"llm_{result.failure.step}" if result.failure else "leerer_inhalt"
             log.outcome = step

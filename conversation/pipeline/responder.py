@@ -72,6 +72,9 @@ def run(state: TurnState) -> TurnState:
         if state.failed:
             log.outcome = NodeOutcome.SKIPPED_FAILED
             return state
+        if state.extra.get("schweigen"):
+            log.outcome = "schweigen"  # the composer chose silence (seed 003 §2.1)
+            return state
         if state.asks:
             assert state.agent_result is not None and state.agent_result.question
             state.reply = state.agent_result.question

@@ -1,15 +1,167 @@
 """Node 2: which agent, if any, handles this message; otherwise plain conversation.
 
-The router reads German order patterns that each agent exposes as ``detect`` (seed 000 §10:
+First the German order patterns that each agent exposes as ``detect`` (seed 000 §10:
 imperatives with *nie, immer, ab jetzt, ab sofort*, bans with *nicht mehr, hör auf, lass das*).
-Patterns are deterministic and cost no model call, so they serve both backends.
+They cost no model call and serve both backends: a hit routes at once.
+
+With a language model, a message the patterns let pass but that looks like it could be an order
+(a cue word, a rule word, a file word) is put to the model in one short, cheap classification
+call (JSON, ``max_tokens`` small): an order about Nova's behaviour, a files request, or
+conversation. Its answer is read by a checked reader with named failures; an unreadable or
+failed answer falls back to the patterns' verdict (conversation), logged as a named fallback.
+Nothing executes on the model's word: a writing agent still asks the person.
 """
 
 from __future__ import annotations
 
-from conversation.agents import all_agents
+import json
+import logging
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from conversation.agents import Agent, all_agents
 from conversation.pipeline.logging import node_log
 from conversation.pipeline.state import TurnState
+from novaberg.llm import get_gateway
+
+logger = logging.getLogger(__name__)
+
+PURPOSE = "router.classify"
+CONVERSATION = "gespraech"
+MAX_TOKENS = 40
+MAX_TEXT = 600
+PROMPT_MARKER = "[ROUTER]"
+
+# The pre-filter of the model call: words that orders and file requests are made of. A message
+# without any of them ("Hallo", "Wie war dein Tag?") is conversation without a model call.
+_CANDIDATE_RE = re.compile(
+    r"\b(nie|niemals|immer|stets|mehr|ab\s+jetzt|ab\s+sofort|künftig|kuenftig|zukunft|"
+    r"regel\w*|direktive\w*|anweisung\w*|verbot\w*|dass\s+du|sollst|darfst|musst|bitte|"
+    r"sieze?\w*|siezt|duze?\w*|duzt|nenn\w*|antworte\w*|emoji\w*|vergiss|vergessen|lösch\w*|"
+    r"loesch\w*|änder\w*|aender\w*|zurück|zurueck|rückgängig|rueckgaengig|wieder|"
+    r"datei\w*|ordner\w*|notiz\w*|unterlage\w*|aufzeichnung\w*|dokument\w*|abschnitt\w*|"
+    r"lies|vorlesen|freigeb\w*|freigabe\w*)\b|\.\w{1,5}\b",
+    re.IGNORECASE,
+)
+# What an agent is for, when it does not say so itself (``route_description``).
+_DEFAULT_DESCRIPTIONS = {
+    "directives": (
+        "ein Auftrag, wie Nova sich verhalten soll: eine Regel anlegen, ändern, aufheben, "
+        "wiederherstellen, die Regeln auflisten oder die letzte Änderung rückgängig machen"
+    ),
+    "files": (
+        "einen Ordner freigeben, stilllegen, vergessen, wieder aktivieren oder die "
+        "freigegebenen Ordner auflisten"
+    ),
+    "dateien_lesen": (
+        "aus den freigegebenen Dateien lesen: eine Datei oder einen Abschnitt vorlesen, "
+        "darin suchen, fragen, was in einer Datei steht oder ob es eine Datei gibt"
+    ),
+}
+
+
+@dataclass(frozen=True)
+class RouteReading:
+    route: str | None
+    step: str = "gelesen"
+    reason: str = ""
+    action: str = ""
+
+
+def _description(agent: Agent) -> str:
+    own = getattr(agent, "route_description", None)
+    if isinstance(own, str) and own.strip():
+        return own.strip()
+    return _DEFAULT_DESCRIPTIONS.get(agent.name, f"ein Auftrag für {agent.name}")
+
+
+def messages_for(text: str, agents: list[Agent]) -> list[dict[str, str]]:
+    lines = [f'- "{agent.name}": {_description(agent)}' for agent in agents]
+    lines.append(f'- "{CONVERSATION}": alles andere — Unterhaltung, Fragen, Erzählungen')
+    system = (
+        f"{PROMPT_MARKER}\nOrdne die Nachricht des Nutzers an Nova genau einem Ziel zu. "
+        "Ein Auftrag ist nur, was Nova tun oder lassen soll; wer nur von sich erzählt "
+        '("Ich war noch nie in Rom"), führt ein Gespräch.\nZiele:\n'
+        + "\n".join(lines)
+        + '\nAntworte NUR mit JSON: {"ziel": "<Ziel>", "aktion": "<kurz>"}'
+    )
+    return [
+        {"role": "system", "content": system},
+        {"role": "user", "content": text[:MAX_TEXT]},
+    ]
+
+
+def read_route(answer: str, names: set[str]) -> RouteReading:
+    """The checked reader of the router's answer: every failure has a name."""
+    body = answer.strip()
+    fence = re.match(r"^```(?:json)?\s*(.*?)\s*```$", body, re.DOTALL)
+    if fence:
+        body = fence.group(1)
+    try:
+        raw: Any = json.loads(body)
+    except ValueError:
+        return RouteReading(None, "kein_json", "keine JSON-Antwort")
+    if not isinstance(raw, dict):
+        return RouteReading(None, "kein_objekt", f"die Antwort ist {type(raw).__name__}")
+    route = raw.get("ziel")
+    if route is None:
+        return RouteReading(None, "ziel_fehlt", "ziel fehlt")
+    if not isinstance(route, str):
+        return RouteReading(None, "feld_falscher_typ", f"ziel ist {type(route).__name__}")
+    route = route.strip().lower()
+    if route != CONVERSATION and route not in names:
+        return RouteReading(None, "ziel_unbekannt", f"unbekanntes Ziel {route[:40]!r}")
+    action = raw.get("aktion")
+    if action is not None and not isinstance(action, str):
+        return RouteReading(None, "feld_falscher_typ", f"aktion ist {type(action).__name__}")
+    return RouteReading(route, action=(action or "")[:40])
+
+
+def is_candidate(text: str) -> bool:
+    return bool(text) and bool(_CANDIDATE_RE.search(text))
+
+
+def by_patterns(text: str, agents: list[Agent]) -> str:
+    for agent in agents:
+        if agent.detect(text):
+            return agent.name
+    return CONVERSATION
+
+
+def by_model(text: str, agents: list[Agent]) -> RouteReading:
+    result = get_gateway().chat(
+        messages_for(text, agents),
+        purpose=PURPOSE,
+        json_mode=True,
+        temperature=0.0,
+        max_tokens=MAX_TOKENS,
+    )
+    if not result.ok:
+        step = f"llm_{result.failure.step}" if result.failure else "llm_fehler"
+        return RouteReading(None, step, "das Sprachmodell hat nicht geantwortet")
+    return read_route(result.text, {agent.name for agent in agents})
+
+
+def route(text: str) -> tuple[str, dict[str, Any]]:
+    """(route, details) for one message; the details say how it was decided."""
+    agents = all_agents()
+    found = by_patterns(text, agents)
+    if found != CONVERSATION:
+        return found, {"route": found, "by": "muster"}
+    if get_gateway().name == "offline" or not is_candidate(text):
+        return found, {"route": found, "by": "muster"}
+    reading = by_model(text, agents)
+    if reading.route is None:
+        # DESIGN.md: an unreadable or failed model answer falls back to the offline verdict.
+        logger.warning("router: fallback to patterns (%s: %s)", reading.step, reading.reason)
+        return found, {
+            "route": found,
+            "by": "rueckfall_muster",
+            "fehler": reading.step,
+            "grund": reading.reason,
+        }
+    return reading.route, {"route": reading.route, "by": "modell", "aktion": reading.action}
 
 
 def run(state: TurnState) -> TurnState:
@@ -18,12 +170,7 @@ def run(state: TurnState) -> TurnState:
             log.outcome = "antwort_auf_rueckfrage"
             log.details = {"route": state.route}
             return state
-        for agent in all_agents():
-            if agent.detect(state.text):
-                state.route = agent.name
-                break
-        else:
-            state.route = "gespraech"
+        state.route, details = route(state.text)
         log.outcome = state.route
-        log.details = {"route": state.route}
+        log.details = details
     return state

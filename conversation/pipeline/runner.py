@@ -47,6 +47,7 @@ NODES: list[Callable[[TurnState], TurnState]] = [
     responder.run,
     tribunal.run,
     remember.run,
+    pending.remind,  # the open question this message did not answer, asked again
 ]
 
 

@@ -18,7 +18,9 @@ _DELETE_RE = re.compile(
     re.IGNORECASE,
 )
 _RESTORE_RE = re.compile(
-    r"\bwieder\s+(her|zurück|zurueck|ein)\b|\bwiederherstell\w*|\breaktivier\w*", re.IGNORECASE
+    r"\bwieder\s+(her|zurück|zurueck|ein)\b|\bwiederherstell\w*|\breaktivier\w*"
+    r"|\baktivier\w*\b.*\bwieder\b",
+    re.IGNORECASE,
 )
 _UPDATE_RE = re.compile(r"\b(änder\w*|aender\w*|ersetz\w*)\b", re.IGNORECASE)
 _COMPLIMENT_RE = re.compile(r"^\s*du\s+(bist|warst|machst|hast)\b.*\b(immer|nie)\b", re.IGNORECASE)
@@ -31,10 +33,109 @@ _NEGATION_RE = re.compile(r"\b(nie|niemals|nicht|kein\w*|nimmer)\b", re.IGNORECA
 _LEAD_RE = re.compile(r"^\s*(nova\s*,\s*|bitte\s*,?\s*|hey\s*,?\s*)+", re.IGNORECASE)
 
 
-def _distil(text: str) -> str:
+_POLITE_RE = re.compile(r"(?:^|\s*,?\s+)bitte\b\s*,?", re.IGNORECASE)
+_WORD = r"[\wäöüßÄÖÜ-]+"
+# seed 000 §4.1 / issue 17: the rule is stored distilled, the person's imperative stays in the
+# audit step (the classified step keeps the message). A small table for the common forms; a
+# form it does not know keeps the imperative without its lead and end signs.
+REWRITES: list[tuple[re.Pattern[str], str]] = [
+    (  # "Sag nie wieder Schatz zu mir" → "Nutzer nicht Schatz nennen"
+        re.compile(
+            rf"^(?:sag|sage)\s+(?:nie|niemals|nicht)(?:\s+(?:wieder|mehr))?\s+(?P<x>{_WORD}(?:\s+{_WORD})?)"
+            r"\s+zu\s+mir$",
+            re.IGNORECASE,
+        ),
+        "Nutzer nicht {x} nennen",
+    ),
+    (  # "Nenn mich nie (wieder) Schatz" → "Nutzer nicht Schatz nennen"
+        re.compile(
+            rf"^(?:nenn|nenne)\s+mich\s+(?:nie|niemals|nicht)(?:\s+(?:wieder|mehr))?\s+(?P<x>{_WORD})$",
+            re.IGNORECASE,
+        ),
+        "Nutzer nicht {x} nennen",
+    ),
+    (  # "Ich möchte, dass du mich siezt" / "Sieze mich ab sofort" → "Den Nutzer immer siezen"
+        re.compile(
+            r"^(?:ich\s+(?:möchte|moechte|will|wünsche\s+mir|wuensche\s+mir|hätte\s+gern),?\s+"
+            r"dass\s+du\s+mich\s+(?:ab\s+(?:jetzt|sofort)\s+|immer\s+)?siezt"
+            r"|(?:ab\s+(?:jetzt|sofort)\s+)?siez(?:e)?\s+mich(?:\s+ab\s+(?:jetzt|sofort))?)$",
+            re.IGNORECASE,
+        ),
+        "Den Nutzer immer siezen",
+    ),
+    (  # "Ich möchte, dass du mich duzt" / "Duz mich" → "Den Nutzer duzen"
+        re.compile(
+            r"^(?:ich\s+(?:möchte|moechte|will),?\s+dass\s+du\s+mich\s+duzt"
+            r"|(?:ab\s+(?:jetzt|sofort)\s+)?duz(?:e)?\s+mich(?:\s+ab\s+(?:jetzt|sofort))?)$",
+            re.IGNORECASE,
+        ),
+        "Den Nutzer duzen",
+    ),
+    (  # "Keine Emojis mehr" / "Nie wieder Emojis" → "Keine Emojis verwenden"
+        re.compile(
+            rf"^(?:(?:ab\s+sofort|ab\s+jetzt|künftig)\s+)?"
+            rf"(?:keine?n?\s+(?P<x>{_WORD})\s+mehr|(?:nie\s+wieder|nie\s+mehr|schluss\s+mit|"
+            rf"genug\s+mit|weg\s+mit)\s+(?:den\s+|dem\s+|der\s+)?(?P<y>{_WORD}))$",
+            re.IGNORECASE,
+        ),
+        "Keine {x}{y} verwenden",
+    ),
+    (  # "Ab sofort auf Englisch antworten" / "Antworte ab jetzt immer auf Englisch"
+        re.compile(
+            rf"^(?:(?:ab\s+(?:sofort|jetzt)|künftig|kuenftig|von\s+nun\s+an|immer)\s+)+"
+            rf"(?:immer\s+)?auf\s+(?P<x>{_WORD})\s+antworten$"
+            rf"|^(?:antworte|antwort|schreib|schreibe)\s+(?:mir\s+)?(?:(?:ab\s+(?:sofort|jetzt)|"
+            rf"künftig|kuenftig|nur\s+noch|immer)\s+)*auf\s+(?P<y>{_WORD})$",
+            re.IGNORECASE,
+        ),
+        "Immer auf {x}{y} antworten",
+    ),
+]
+
+
+def _strip(text: str) -> str:
     rule = _LEAD_RE.sub("", text.strip())
     rule = re.sub(r"[\s!.]+$", "", rule)
+    return rule
+
+
+def _distil(text: str) -> str:
+    rule = _strip(text)
+    plain = " ".join(_POLITE_RE.sub(" ", rule).split()).strip(" ,")
+    for pattern, template in REWRITES:
+        match = pattern.match(plain)
+        if match is not None:
+            groups = {k: (v or "") for k, v in match.groupdict().items()}
+            return template.format(**{"x": "", "y": "", **groups})
     return rule[:1].upper() + rule[1:]
+
+
+# "Ändere die Regel: auch kein Hase", "Ändere die Milch-Regel: Sprich nie von Käse".
+_AMEND_RE = re.compile(
+    r"^\W*(?:bitte\s+)?(?:änder|ändere|aender|aendere|ergänze|ergaenze|erweitere|erweiter)\s+"
+    r"(?:bitte\s+)?(?:die|diese|deine|meine|unsere)\s+(?P<name>[\wäöüß-]*?)-?"
+    r"(?:regel|direktive|anweisung)(?:\s+(?:mit|zu|über|ueber|zur|zum)\s+(?:der\s+|dem\s+|den\s+)?"
+    r"(?P<about>[\wäöüß-]+))?\s*(?::|,|-|–|zu|in)\s*(?P<new>.+?)\s*$",
+    re.IGNORECASE,
+)
+
+
+def _amend_target(hints: dict[str, Any], needle: str) -> dict[str, Any] | None:
+    """The active row the change means: the one naming ``needle``, else the newest one."""
+    rows = [r for r in hints.get("directives") or [] if r.get("active")]
+    if needle:
+        lowered = needle.lower().strip("-")
+        hits = [r for r in rows if lowered[:5] in str(r.get("text") or "").lower()]
+        return hits[-1] if len(hits) == 1 else None
+    return rows[-1] if rows else None
+
+
+def _amended_text(old: str, new: str) -> str:
+    new = _strip(new)
+    if re.match(r"^(auch|und|außerdem|ausserdem|zusätzlich|zusaetzlich)\b", new, re.IGNORECASE):
+        # An addition keeps the rule and adds to it (seed 000 §5: "auch kein Hase").
+        return f"{_strip(old)}, {new[:1].lower()}{new[1:]}"
+    return _distil(new)
 
 
 def _naming_rule(text: str) -> bool:
@@ -58,9 +159,20 @@ def classify_offline(messages: list[dict[str, str]], hints: dict[str, Any]) -> s
         answer["action"] = "read"
     elif detect.is_undo(text):
         answer["action"] = "undo"
+    elif (amend := _AMEND_RE.match(text)) is not None and len(quoted) < 2:
+        needle = amend.group("about") or amend.group("name") or ""
+        target = _amend_target(hints, needle)
+        if target is None:
+            answer.update(action="update", suche=needle or text, anweisung=_distil(amend["new"]))
+        else:
+            answer.update(
+                action="update",
+                target_id=int(target["n"]),
+                anweisung=_amended_text(str(target.get("text") or ""), amend.group("new")),
+            )
     elif _RESTORE_RE.search(text):
         answer.update(action="reactivate", suche=quoted[0] if quoted else text)
-    elif _DELETE_RE.search(text):
+    elif _DELETE_RE.search(text) or detect.ends_rule(text):
         answer.update(action="delete", suche=quoted[0] if quoted else text)
     elif _UPDATE_RE.search(text) and len(quoted) >= 2:
         answer.update(action="update", suche=quoted[0], anweisung=quoted[1])

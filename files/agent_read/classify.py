@@ -23,8 +23,35 @@ _PATTERNS: list[tuple[str, re.Pattern[str]]] = [
     (
         "abschnitt",
         re.compile(
-            rf"\blies\b.*?\b(?:abschnitt|kapitel|teil)\s+(?P<block>\d+|„[^“]+“|\"[^\"]+\")"
+            rf"\blies\b.*?\b(?:abschnitt|kapitel|teil)\s+"
+            rf"(?P<block>\d+|„[^“]+“|\"[^\"]+\"|[\wäöüßÄÖÜ-]+(?:\s+[\wäöüßÄÖÜ-]+){{0,3}}?)"
             rf"\s+(?:aus|in|von)\s+{_FILE}",
+            re.IGNORECASE,
+        ),
+    ),
+    (
+        # "Lies mir plan.md vor", "Was steht in plan.md?": the file itself, from line 1
+        # (bounded by FILES_READ_MAX_LINES, the cut is said).
+        "datei",
+        re.compile(
+            rf"^\W*(?:bitte\s+)?(?:lies|lese)\s+(?:mir\s+)?(?:bitte\s+)?(?:die\s+datei\s+)?{_FILE}"
+            rf"(?:\s+(?:bitte\s+)?(?:vor|durch))?\W*$",
+            re.IGNORECASE,
+        ),
+    ),
+    (
+        "datei",
+        re.compile(
+            rf"^\W*was\s+steht\s+(?:denn\s+)?(?:in|im)\s+(?:der\s+datei\s+)?{_FILE}\W*$",
+            re.IGNORECASE,
+        ),
+    ),
+    (
+        # "Hast du eine Datei namens plan.md?": is it there, and what is it about.
+        "ueberblick",
+        re.compile(
+            rf"\b(?:hast\s+du|gibt\s+es|kennst\s+du)\s+(?:eine|die)\s+datei\s+"
+            rf"(?:namens|mit\s+(?:dem\s+)?namen|die\s+)?\s*[„\"']?{_FILE}",
             re.IGNORECASE,
         ),
     ),
@@ -57,7 +84,7 @@ _PATTERNS: list[tuple[str, re.Pattern[str]]] = [
 
 @dataclass(frozen=True)
 class ReadRequest:
-    kind: str  # zeilen | abschnitt | gliederung | ueberblick | notizen | suche
+    kind: str  # zeilen | abschnitt | gliederung | ueberblick | notizen | suche (datei → zeilen)
     query: str = ""
     file: str = ""
     block: str = ""
@@ -74,6 +101,11 @@ def classify(text: str) -> ReadRequest | None:
         query = (groups.get("query") or "").strip().strip("„“\"'")
         if kind in {"notizen", "suche"} and not query:
             continue
+        if kind == "datei":
+            # The whole file is lines 1.. (zeilen_lesen bounds and says the cut).
+            return ReadRequest(
+                kind="zeilen", file=groups.get("file") or "", line_start=1, line_end=10**6
+            )
         return ReadRequest(
             kind=kind,
             query=query,
