@@ -18,7 +18,7 @@ from channels.generic.websocket import AsyncJsonWebsocketConsumer
 from channels.layers import get_channel_layer
 from django.contrib.auth.models import User
 
-from conversation import selectors
+from conversation import rendering, selectors
 from conversation.models import Session
 from conversation.pipeline import TurnResult, run_turn
 
@@ -112,6 +112,8 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
                     "status": result.status,
                     "step": result.step,
                     "reply": result.reply,
+                    # Additive: the reply as sanitised HTML for the chat page (rendering.py).
+                    "reply_html": rendering.reply_html(result.reply),
                     "question": result.question,
                     "records": result.records,
                     "ttft_ms": result.ttft_ms,

@@ -12,7 +12,7 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
-from conversation import selectors, services
+from conversation import rendering, selectors, services
 from conversation.models import Turn
 from novaberg import login_throttle
 from novaberg.auth import request_user
@@ -62,19 +62,22 @@ def chat(request: HttpRequest, session_id: int | None = None) -> HttpResponse:
     session = selectors.session_get(user=user, session_id=session_id)
     if session is None:
         raise Http404
-    turns = list(session.turns.order_by("created_at", "id"))
+    # reply_to: the timings of a turn live on the person's turn the reply answers.
+    turns = list(session.turns.select_related("reply_to").order_by("created_at", "id"))
     # Read by chat.js from a data attribute (auto-escaped): the records under each reply.
     records_json = {
         turn.pk: json.dumps([_record_view(r) for r in turn.records or []], ensure_ascii=False)
         for turn in turns
     }
+    # Nova's replies as sanitised HTML (conversation/rendering.py); the person's words stay text.
+    html = {turn.pk: rendering.reply_html(turn.text) for turn in turns if turn.role != "user"}
     return render(
         request,
         "chat.html",
         {
             "session": session,
             "sessions": selectors.session_list(user=user)[:50],
-            "turns": [(turn, records_json[turn.pk]) for turn in turns],
+            "turns": [(turn, records_json[turn.pk], html.get(turn.pk, "")) for turn in turns],
         },
     )
 

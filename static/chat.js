@@ -1,5 +1,7 @@
 // The chat: sends the person's words over the WebSocket and shows Nova's reply as it streams.
-// Every text from the server is set with textContent: nothing is ever parsed as HTML.
+// Every text from the server is set with textContent: nothing is ever parsed as HTML, except
+// the finished reply's `reply_html`, which the server rendered from Markdown and sanitised
+// (conversation/rendering.py: markdown-it-py without raw HTML, then nh3's allow-list).
 (function () {
   "use strict";
   const chat = document.querySelector(".chat");
@@ -10,7 +12,10 @@
   const input = document.getElementById("text");
   const statusLine = document.getElementById("status");
   const viewer = document.getElementById("viewer");
+  const sendButton = document.getElementById("send");
+  const isStaff = chat.dataset.staff === "1";
   let current = null;
+  let busy = false;
   let socket = null;
   let retry = 0;
 
@@ -25,7 +30,7 @@
 
   function add(role, text) {
     const li = el("li", "msg " + role);
-    li.appendChild(el("span", "text", text));
+    li.appendChild(el(role === "user" ? "span" : "div", "text", text));
     list.appendChild(li);
     scroll();
     return li;
@@ -33,10 +38,20 @@
 
   function textOf(li) { return li.querySelector(".text"); }
 
+  // While a reply runs, nothing else is sent: Send is disabled until "done" or "error".
+  function setBusy(on) {
+    busy = on;
+    if (sendButton) sendButton.disabled = on;
+    chat.classList.toggle("busy", on);
+  }
+
   function send(text) {
-    if (!text.trim() || !socket || socket.readyState !== WebSocket.OPEN) return false;
+    if (busy || !text.trim() || !socket || socket.readyState !== WebSocket.OPEN) return false;
+    const welcome = document.getElementById("welcome");
+    if (welcome) welcome.remove();
     add("user", text);
     socket.send(JSON.stringify({ text: text }));
+    setBusy(true);
     return true;
   }
 
@@ -77,21 +92,22 @@
   function addRecords(li, records) {
     if (!records || !records.length || li.querySelector(".records")) return;
     const box = el("div", "records");
-    box.appendChild(el("span", "records-label", "Aufzeichnungen: "));
+    box.appendChild(el("span", "records-label", "Quellen"));
     records.forEach(function (rec) {
-      const a = el("a", "citation", rec.citation);
+      const a = el("a", "citation chip", rec.citation);
       a.href = "#";
+      a.title = "Stelle öffnen: " + rec.citation;
       a.addEventListener("click", function (ev) { ev.preventDefault(); openCitation(rec); });
+      if (rec.archived) a.appendChild(el("span", "archived", " (archiviert)"));
       box.appendChild(a);
-      if (rec.archived) box.appendChild(el("span", "archived", " (archiviert)"));
-      box.appendChild(document.createTextNode(" "));
     });
     li.appendChild(box);
   }
 
+  // Developer details (staff only, shown with the toggle): the inspector link and the timings.
   function addInspectorLink(li, turnId, ttft, total) {
-    if (!turnId || li.querySelector(".meta")) return;
-    const meta = el("div", "meta");
+    if (!isStaff || !turnId || li.querySelector(".meta")) return;
+    const meta = el("div", "meta dev-only");
     const a = el("a", "inspect", "Ablauf");
     a.href = "/turns/" + turnId + "/";
     meta.appendChild(a);
@@ -104,7 +120,13 @@
   function finish(li, msg) {
     li.dataset.turn = msg.turn_id;
     li.dataset.status = msg.status;
-    textOf(li).textContent = msg.reply;
+    const text = textOf(li);
+    if (typeof msg.reply_html === "string") {
+      text.innerHTML = msg.reply_html; // sanitised by the server, see the top of this file
+      text.classList.add("md");
+    } else {
+      text.textContent = msg.reply;
+    }
     if (msg.status === "rueckfrage") { li.classList.add("question"); addQuickButtons(li); }
     if (msg.status === "fehler") li.classList.add("failed");
     addRecords(li, msg.records);
@@ -116,7 +138,6 @@
   const rendered = list.querySelectorAll(".msg.assistant");
   rendered.forEach(function (li, i) {
     if (li.dataset.records) addRecords(li, JSON.parse(li.dataset.records));
-    addInspectorLink(li, li.dataset.turn);
     if (li.dataset.status === "rueckfrage" && i === rendered.length - 1) addQuickButtons(li);
   });
   scroll();
@@ -138,14 +159,18 @@
         current.classList.remove("streaming");
         finish(current, msg);
         current = null;
+        setBusy(false);
         loadSide(); // a confirmed directive or root shows up at once
       } else if (msg.type === "error") {
         add("assistant failed", msg.text);
         current = null;
+        setBusy(false);
       }
     };
     socket.onclose = function (ev) {
       chat.classList.remove("online");
+      if (current) { current.classList.remove("streaming"); current = null; }
+      setBusy(false);
       if (ev.code === 4401) { statusLine.textContent = "Bitte melde dich an."; return; }
       statusLine.textContent = "Verbindung unterbrochen – ich verbinde neu …";
       retry = Math.min(retry + 1, 5);
@@ -160,6 +185,31 @@
   input.addEventListener("keydown", function (ev) {
     if (ev.key === "Enter" && !ev.shiftKey) { ev.preventDefault(); form.requestSubmit(); }
   });
+
+  // The example prompts of a new chat fill the input; the person sends them herself.
+  document.querySelectorAll(".welcome .example").forEach(function (button) {
+    button.addEventListener("click", function () {
+      input.value = button.dataset.prompt || "";
+      input.focus();
+    });
+  });
+
+  // Developer details for staff: one switch, kept in localStorage across reloads.
+  const devToggle = document.getElementById("dev-toggle");
+  const DEV_KEY = "novaberg.entwicklerdetails";
+  function showDev(on) {
+    document.documentElement.classList.toggle("dev-on", on);
+    if (devToggle) devToggle.checked = on;
+  }
+  if (devToggle) {
+    let stored = false;
+    try { stored = localStorage.getItem(DEV_KEY) === "1"; } catch (e) { stored = false; }
+    showDev(stored);
+    devToggle.addEventListener("change", function () {
+      showDev(devToggle.checked);
+      try { localStorage.setItem(DEV_KEY, devToggle.checked ? "1" : "0"); } catch (e) { /* private mode: for this page only */ }
+    });
+  }
 
   // Side panel: active directives and released roots with their index progress.
   function fillList(id, items, render, empty) {
