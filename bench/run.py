@@ -48,7 +48,7 @@ def main(argv: list[str]) -> int:
 
 
 MARKER = "<!-- bench tables are inserted below -->"
-ORDER = ["consent", "directives", "watcher", "retrieval", "conversation", "soak"]
+ORDER = ["consent", "directives", "watcher", "retrieval", "knowledge", "conversation", "soak"]
 
 
 def update_readme() -> None:

@@ -29,6 +29,8 @@ CHANNEL_DENSE = "dicht"
 CHANNEL_LEXICAL = "lexikalisch"
 CHANNEL_BOTH = "beide"
 _TABLE = KnowledgeEntry._meta.db_table
+# Lexical candidates whose keywords are checked (best full-text rank first).
+LEXICAL_POOL = 60
 
 
 @dataclass
@@ -96,12 +98,18 @@ def _lexical(user_id: int, character_id: int, text: str, limit: int) -> list[tup
                    AS si
         ), cand AS (
           SELECT e.id, e.keywords,
-                 coalesce(ts_rank_cd(e.search_vector, q.de::tsquery), 0)
-                   + coalesce(ts_rank_cd(e.search_vector_simple, q.si::tsquery), 0) AS fts,
+                 -- ts_rank, not ts_rank_cd: measured 3x cheaper at 10,000 rows (bench).
+                 coalesce(ts_rank(e.search_vector, q.de::tsquery), 0)
+                   + coalesce(ts_rank(e.search_vector_simple, q.si::tsquery), 0) AS fts,
                  q.de, q.si
           FROM {_TABLE} e, q
           WHERE e.user_id = %(u)s AND e.character_id = %(c)s
             AND (e.search_vector @@ q.de::tsquery OR e.search_vector_simple @@ q.si::tsquery)
+          -- The keyword check below costs a to_tsvector per keyword and row: it runs on the
+          -- best-ranked pool only, not on every row that shares a common word (a turn's text
+          -- is long; at 10,000 rows the check on all matches took a second).
+          ORDER BY fts DESC, e.id
+          LIMIT %(pool)s
         )
         SELECT id, ARRAY(SELECT k FROM unnest(keywords) k
                          WHERE to_tsvector('german', k) @@ de::tsquery
@@ -110,7 +118,7 @@ def _lexical(user_id: int, character_id: int, text: str, limit: int) -> list[tup
         ORDER BY fts DESC, id
     """
     with connection.cursor() as cur:
-        cur.execute(sql, {"t": text, "u": user_id, "c": character_id})
+        cur.execute(sql, {"t": text, "u": user_id, "c": character_id, "pool": LEXICAL_POOL})
         rows = cur.fetchall()
     return [(int(r[0]), list(r[1])) for r in rows if r[1]][:limit]
 
