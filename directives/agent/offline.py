@@ -161,14 +161,14 @@ def classify_offline(messages: list[dict[str, str]], hints: dict[str, Any]) -> s
         answer["action"] = "undo"
     elif (amend := _AMEND_RE.match(text)) is not None and len(quoted) < 2:
         needle = amend.group("about") or amend.group("name") or ""
-        target = _amend_target(hints, needle)
-        if target is None:
+        row = _amend_target(hints, needle)
+        if row is None:
             answer.update(action="update", suche=needle or text, anweisung=_distil(amend["new"]))
         else:
             answer.update(
                 action="update",
-                target_id=int(target["n"]),
-                anweisung=_amended_text(str(target.get("text") or ""), amend.group("new")),
+                target_id=int(row["n"]),
+                anweisung=_amended_text(str(row.get("text") or ""), amend.group("new")),
             )
     elif _RESTORE_RE.search(text):
         answer.update(action="reactivate", suche=quoted[0] if quoted else text)

@@ -402,6 +402,7 @@ def test_offline_a_naming_ban_is_a_new_rule_not_an_update(
 ) -> None:
     services.directive_create(user=user, text="Nenn mich ab jetzt Boss")
     asked = say(api, session, "Nenn mich nie Schatz!")
+    # Stored distilled (seed 000 §4.1, issue 17), still a new rule beside the naming rule.
     assert asked["question"] == (
-        "Ich soll die Direktive 'Nenn mich nie Schatz' anlegen. Soll ich das so machen?"
+        "Ich soll die Direktive 'Nutzer nicht Schatz nennen' anlegen. Soll ich das so machen?"
     )
