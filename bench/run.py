@@ -48,7 +48,16 @@ def main(argv: list[str]) -> int:
 
 
 MARKER = "<!-- bench tables are inserted below -->"
-ORDER = ["consent", "directives", "watcher", "retrieval", "knowledge", "conversation", "soak"]
+ORDER = [
+    "consent",
+    "directives",
+    "watcher",
+    "retrieval",
+    "knowledge",
+    "routing",
+    "conversation",
+    "soak",
+]
 
 
 def update_readme() -> None:
