@@ -356,7 +356,7 @@ def find_entry(
 def block_lesen(
     *, user: User, character: Character, entry: IndexEntry, block: int | str
 ) -> ReadResult:
-    """A block of the block map, by ordinal (1-based) or by heading text."""
+    """A block of the block map, by position (1-based, as a person counts) or heading text."""
     blocks = block_map_of(entry)
     chosen: dict[str, Any] | None = None
     if isinstance(block, int) or str(block).isdigit():
@@ -364,7 +364,7 @@ def block_lesen(
         # "Abschnitt 3" may mean the third block or the one headed "3. …".
         chosen = next(
             (b for b in blocks if re.match(rf"^\s*{number}[.)\s]", b["heading"] or "")), None
-        ) or next((b for b in blocks if b["ordinal"] == number), None)
+        ) or (blocks[number - 1] if 1 <= number <= len(blocks) else None)
     else:
         wanted = str(block).casefold()
         chosen = next((b for b in blocks if wanted in (b["heading"] or "").casefold()), None)
@@ -406,9 +406,10 @@ def zoom(*, user: User, character: Character, entry: IndexEntry, level: int) -> 
     if level == 2:
         blocks = block_map_of(entry)
         text = "\n".join(
-            f"{b['ordinal']}. {b['heading'] or '(ohne Überschrift)'} "
+            f"{n}. {b['heading'] or '(ohne Überschrift)'} "
             f"— Zeilen {b['line_start']}-{b['line_end']}"
-            for b in blocks
+            # Numbered by position (1-based) as a person counts; ordinals are storage keys.
+            for n, b in enumerate(blocks, start=1)
         )
         return ReadResult(
             status="ok",
