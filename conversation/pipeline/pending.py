@@ -85,7 +85,11 @@ def run(state: TurnState) -> TurnState:
                     "order": order[:200],
                 }
                 return state
-        elif reading.outcome == ConsentOutcome.UNCLEAR and is_other_message(state.text):
+        elif (
+            reading.outcome == ConsentOutcome.UNCLEAR
+            and reading.correction is None  # "ja, aber sag 'Boss'" answers the question
+            and is_other_message(state.text)
+        ):
             # Not an answer: the question stays open and is asked again after the reply.
             state.extra["reminder_pending_id"] = pending.pk
             log.outcome = "andere_nachricht"
