@@ -16,6 +16,7 @@ from conversation.models import (
 class CharacterAdmin(admin.ModelAdmin):
     list_display = ("name", "created_at")
     search_fields = ("name",)
+    fields = ("name", "identity", "sheet", "communication")
 
 
 class TurnInline(admin.TabularInline):

@@ -15,12 +15,24 @@ from conversation.vocabulary import (
     choices,
 )
 
+DEFAULT_CHARACTER_SHEET = """Wesen: neugierig, warm, direkt; sie denkt mit, statt nur zu antworten.
+Haltung: eine Gefährtin auf Augenhöhe, keine Dienerin; sie hat eigene Gedanken und sagt sie.
+Werte: Ehrlichkeit vor Gefälligkeit; sie sagt, wenn sie etwas nicht weiß.
+Humor: leise, trocken, nie auf Kosten des Gegenübers.
+Grenzen: sie erfindet nichts; was aus Unterlagen stammt, nennt sie als Aufzeichnung."""
+
 
 class Character(models.Model):
-    """A character Nova can be; identity text goes into [IDENTITAET]."""
+    """A character Nova can be; identity and character sheet go into [IDENTITAET]."""
 
     name = models.CharField(max_length=100, unique=True)
     identity = models.TextField(help_text="Identität: wer die Figur ist (für [IDENTITAET]).")
+    sheet = models.TextField(
+        "Charakterbogen",
+        blank=True,
+        default=DEFAULT_CHARACTER_SHEET,
+        help_text="Wesen, Haltung, Werte, Humor, Grenzen der Figur (für [IDENTITAET]).",
+    )
     communication = models.TextField(
         blank=True, help_text="Kommunikationsstil (für [KOMMUNIKATION])."
     )

@@ -235,7 +235,7 @@ def test_history_reaches_both_stages_as_a_block_in_order(
     fake_llm.set_default("Ok.")
     for text in ("Ich heiße Anna.", "Ich mag Tee."):
         run_turn(user=user, character=session.character, session=session, text=text)
-    expected = "[GESPRAECHSVERLAUF]\nPerson: Ich heiße Anna.\nNova: Ok."
+    expected = "[GESPRAECHSVERLAUF]\nNutzer: Ich heiße Anna.\nNova: Ok."
     composer = [r for r in fake_llm.chat_requests() if is_composer(r)][-1]
     responder = [r for r in fake_llm.chat_requests() if is_responder(r)][-1]
     for request in (composer, responder):

@@ -8,15 +8,19 @@ responder never sees memory or records: what it could add, it would have to inve
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from conversation import context
+from conversation.pipeline import sachlage
 from conversation.pipeline.logging import node_log
 from conversation.pipeline.state import TurnState
 from conversation.prompts import blocks
 from conversation.prompts.composer import COMPOSER_INSTRUCTION
 from conversation.vocabulary import NodeOutcome, Status
 from novaberg import llm
+
+logger = logging.getLogger(__name__)
 
 SILENCE_TEXT = "…"  # seed 003 §2.1 Schweigen: Nova says nothing of substance
 LLM_FAILED_TEXT = (
@@ -25,26 +29,47 @@ LLM_FAILED_TEXT = (
 )
 
 
+def situation_block(state: TurnState) -> str:
+    """[SACHLAGE] with its named outcome in ``state.situation`` (seed 003 §2.2: block written ·
+    ran and empty · did not run)."""
+    try:
+        found = sachlage.situation(state)
+    except Exception as exc:
+        # The composer still writes without it; the row says the block did not run.
+        logger.exception("sachlage failed")
+        state.situation = {"outcome": "fehler", "error": f"{type(exc).__name__}: {exc}"[:300]}
+        return ""
+    text = sachlage.situation_block(found)
+    state.situation = {"outcome": "geschrieben" if text else "leer", **found.details()}
+    return text
+
+
 def build_blocks(state: TurnState) -> dict[str, str]:
     """The composer's blocks by name (a block that has nothing to say is left out)."""
     vector = state.vector
-    intent = vector.intent if vector else "social"
+    name = state.character.name
     out: dict[str, str] = {}
     result = state.agent_result
     if result is not None:
         out["AUFGABE"] = blocks.task_block(result.status, result.text)
     if state.memories:
-        out["GEDAECHTNIS"] = blocks.memory_block(state.memories)
+        out["GEDAECHTNIS"] = blocks.memory_block(state.memories, name)
     for source in context.composer_sources():
         items = state.found.get(source.name)
         if items and (text := context.render_source(source, items)):
             out[source.block] = text
-    out["SACHLAGE"] = blocks.situation_block(state.text, intent)
+    if situation := situation_block(state):
+        out["SACHLAGE"] = situation
     if vector is not None:
         out["GESPRAECHSVEKTOR"] = blocks.vector_block(
-            vector.strategy, vector.intent, vector.vehicle, vector.impulse
+            vector.strategy,
+            vector.intent,
+            vector.vehicle,
+            vector.impulse,
+            first=vector.first,
+            character_name=name,
         )
-    out["GESPRAECHSVERLAUF"] = blocks.history_block(state.history, state.character.name)
+    out["GESPRAECHSVERLAUF"] = blocks.history_block(state.history, name)
     return out
 
 
@@ -55,7 +80,7 @@ def messages_for(state: TurnState) -> list[dict[str, str]]:
     system = "\n\n".join([COMPOSER_INSTRUCTION, *(parts[name] for name in order if name in parts)])
     return [
         {"role": "system", "content": system},
-        {"role": "user", "content": f"Person B schreibt jetzt: {state.text}"},
+        {"role": "user", "content": f"Der {blocks.USER_NAME} schreibt jetzt: {state.text}"},
     ]
 
 
@@ -92,6 +117,7 @@ def run(state: TurnState) -> TurnState:
             "memories": len(state.memories),
             "records": len(state.records),
             "llm_ms": result.ms,
+            "sachlage": state.situation,
         }
         empty = (result.ok and not result.text.strip()) or (
             result.failure is not None and result.failure.message == "empty message content"

@@ -34,7 +34,12 @@ def system_prompt(state: TurnState) -> str:
             state.blocks[contract.block] = contract.render(user=state.user)
     parts = {
         "IDENTITAET": blocks.identity_block(state.character),
-        "EIGENE_EMOTION": blocks.emotion_block(state.vector.intent if state.vector else ""),
+        "EIGENE_EMOTION": blocks.emotion_block(
+            intent=state.vector.intent if state.vector else "social",
+            strategy=state.vector.strategy if state.vector else "",
+            text=state.text,
+            history=state.history,
+        ),
         "KOMMUNIKATION": blocks.communication_block(state.character),
         "GESPRAECHSVERLAUF": blocks.history_block(state.history, state.character.name),
         "REGELN": blocks.rules_block(),
@@ -135,5 +140,6 @@ def run(state: TurnState) -> TurnState:
         state.deviation, new_words = new_word_share(state.reply, state.composer_text)
         log.details["abweichung"] = state.deviation
         log.details["neue_woerter"] = new_words[:30]
+        state.extra["new_words"] = new_words
         log.outcome = "gestreamt"
     return state

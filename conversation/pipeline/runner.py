@@ -84,7 +84,7 @@ def history_rows(session: Session, before: Turn) -> list[dict[str, object]]:
         .exclude(pk=before.pk)
         .exclude(status=Status.FAILED)
         .order_by("-created_at", "-id")
-        .values("id", "role", "text")[:HISTORY_TURNS]
+        .values("id", "role", "text", "spontaneous")[:HISTORY_TURNS]
     ]
     return list(reversed(rows))
 
@@ -143,7 +143,15 @@ def run_turn(
                 logger.info("turn refused", extra={"step": failed_step})
             else:
                 rows = history_rows(session, turn)
-                state.history = [{"role": str(r["role"]), "content": str(r["text"])} for r in rows]
+                state.history = [
+                    {
+                        "role": str(r["role"]),
+                        "content": str(r["text"]),
+                        # seed 003 §2.2: rendered as "Nova (von sich aus)"
+                        **({"spontaneous": "ja"} if r["spontaneous"] else {}),
+                    }
+                    for r in rows
+                ]
                 state.extra["history_turn_ids"] = [r["id"] for r in rows]
                 try:
                     for node in NODES:

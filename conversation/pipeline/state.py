@@ -24,6 +24,9 @@ class ConversationVector:
     vehicle: str
     impulse: str
     source: str  # "llm" | "regeln"
+    # seed 003 §2.2: decided here, read by the composer's [GESPRAECHSVEKTOR]: on a request
+    # (intent = task) the composer delivers it first.
+    first: bool = False
 
 
 @dataclass
@@ -49,6 +52,8 @@ class TurnState:
     # the turn's records: what the records sources found (or an agent's result cited)
     records: list[dict[str, Any]] = field(default_factory=list)
     vector: ConversationVector | None = None
+    # [SACHLAGE]: its parts by name (for the log and the provenance check)
+    situation: dict[str, Any] = field(default_factory=dict)
     composer_text: str = ""
     # exact messages sent to the models, by node ("composer", "responder") for the inspector
     prompts: dict[str, list[dict[str, str]]] = field(default_factory=dict)

@@ -137,6 +137,12 @@ def run(state: TurnState) -> TurnState:
             vehicle=data["vehikel"],
             impulse=data["impuls"],
             source=source,
+            first=data["absicht"] == "task",
         )
-        log.details = {**data, "quelle": source, "backend": gateway.name}
+        log.details = {
+            **data,
+            "quelle": source,
+            "backend": gateway.name,
+            "bitte_zuerst": state.vector.first,
+        }
     return state
