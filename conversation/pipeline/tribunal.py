@@ -1,35 +1,27 @@
 """Node: the tribunal checks the reply — with every registered reply check (the person's
-directives, seed 000 §8.3) and for citations: every file:line the reply names must have been
-delivered in a records block ([AUFZEICHNUNGEN]) this turn. A mismatch is logged and shown in
-the inspector.
+directives, seed 000 §8.3), for citations (every file:line the reply names must have been
+delivered in a records block ([AUFZEICHNUNGEN]) this turn), for provenance (a record-based
+statement keeps its hedge or citation; no fact without a source in the content) and for the
+deviation from the content above its threshold (``conversation.pipeline.provenance``). A finding
+is logged, kept in ``Turn.checks`` and shown in the inspector.
 """
 
 from __future__ import annotations
 
 import logging
-import re
 from typing import Any
 
 from conversation import context
 from conversation.pipeline.logging import node_log
+from conversation.pipeline.provenance import (
+    cited,
+    deviation_check,
+    provenance_check,
+)
 from conversation.pipeline.state import TurnState
 from conversation.vocabulary import CheckOutcome, NodeOutcome
 
 logger = logging.getLogger(__name__)
-
-# "notes/plan.md:3-7", "plan.md:12", "Zeile" forms are not citations. A path needs an extension.
-CITATION_RE = re.compile(
-    r"(?<![\w/.-])((?:[\w.-]+/)*[\w.-]+\.[A-Za-z0-9]{1,8}):(\d+)(?:[-–](\d+))?"
-)
-
-
-def cited(reply: str) -> list[tuple[str, int, int]]:
-    out = []
-    for m in CITATION_RE.finditer(reply):
-        start = int(m.group(2))
-        end = int(m.group(3)) if m.group(3) else start
-        out.append((m.group(1), start, end))
-    return out
 
 
 def _delivered(records: list[dict[str, Any]]) -> list[tuple[str, int, int]]:
@@ -104,11 +96,24 @@ def run(state: TurnState) -> TurnState:
         # Only records that stood in a records block this turn count as delivered.
         delivered = context.delivered_records(state.blocks, state.found)
         citations = citation_check(state.reply, delivered)
-        state.checks = {**verdicts, "zitate": citations}
+        # seed 003 §2.3 / seed 002 §1a.4: the provenance the content carried must survive.
+        origin = provenance_check(state.reply, state.composer_text, delivered)
+        drift = deviation_check(state.deviation, state.extra.get("new_words") or [])
+        state.checks = {**verdicts, "zitate": citations, "herkunft": origin, "abweichung": drift}
+        outcome = verdict_outcome(checks, verdicts)
         if citations["ohne_beleg"]:
             log.outcome = "zitat_ohne_beleg"
             logger.warning("reply cites undelivered lines", extra={"outcome": "zitat_ohne_beleg"})
+        elif any(verdicts[c.name]["outcome"] == CheckOutcome.VIOLATION for c in checks):
+            log.outcome = outcome
+        elif origin["outcome"] != CheckOutcome.OK.value:
+            log.outcome = origin["outcome"]
+            logger.warning("reply lost the provenance", extra={"outcome": log.outcome})
         else:
-            log.outcome = verdict_outcome(checks, verdicts)
+            # A drift above the threshold marks the turn in its checks (shown in the
+            # inspector); it is no verdict of its own, so the checks' outcome stands.
+            log.outcome = outcome
+        if drift["ueber_schwelle"]:
+            logger.info("reply drifted from the content", extra={"abweichung": drift["wert"]})
         log.details = state.checks
     return state
