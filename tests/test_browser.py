@@ -96,12 +96,28 @@ def test_chat_in_a_real_browser(
             expect(page.locator("#backend-label")).to_have_text("Offline-Modus")
             expect(page.locator("#roots")).to_contain_text(root.path)
 
+            # A new chat welcomes her; an example prompt fills the input, she sends it herself.
+            expect(page.locator("#welcome h1")).to_have_text("Hallo, ich bin Nova.")
+            expect(page.locator("#welcome .example")).to_have_count(3)
+            page.screenshot(path=str(SCREENSHOTS / "chat-welcome.png"))
+            page.locator("#welcome .example").first.click()
+            expect(page.locator("#text")).to_have_value(
+                "Ab sofort antworte mir bitte immer kurz und knapp."
+            )
+            # No developer details for a person without staff rights.
+            assert page.locator("#dev-toggle").count() == 0
+
             # A message; the reply streams (token frames before the done frame), with records.
             page.fill("#text", "Wann kommt der Architekt Brenner? <b>fett</b>")
             page.click("#send")
             reply = page.locator(".msg.assistant").last
             expect(reply.locator(".citation")).to_have_text("hausbau.md:2-3")
             expect(reply.locator(".text")).to_contain_text("nicht meine Erinnerung")
+            # The finished reply is rendered (the records as a list), with its Quellen chip.
+            expect(reply.locator(".text.md li")).to_have_count(1)
+            expect(reply.locator(".records-label")).to_have_text("Quellen")
+            expect(page.locator("#welcome")).to_have_count(0)
+            assert reply.locator(".meta").count() == 0
             kinds = [
                 '"type": "token"' in f and "token" or '"type": "done"' in f and "done" or "other"
                 for f in streamed
