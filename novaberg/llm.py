@@ -489,7 +489,10 @@ class OpenAIBackend:
             try:
                 return call(timeout), read_limit
             except Exception as exc:
-                exc.novaberg_read_limit = read_limit  # type: ignore[attr-defined]
+                try:
+                    exc.novaberg_read_limit = read_limit  # type: ignore[attr-defined]
+                except AttributeError:  # an exception type with __slots__: the plain name then
+                    pass
                 pause = _backoff_s(attempt)
                 if (
                     attempt >= retries
