@@ -27,6 +27,7 @@ from contextlib import contextmanager
 from functools import cache
 from pathlib import Path
 from types import FrameType
+from typing import Any
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 BENCH_DB = "novaberg_bench"
@@ -152,7 +153,7 @@ def _ensure_services(*, redis: bool) -> None:
     import dj_database_url
 
     params = dj_database_url.parse(url)
-    conninfo = {
+    conninfo: dict[str, Any] = {
         "dbname": "postgres",
         "user": params.get("USER") or "postgres",
         "password": params.get("PASSWORD") or None,
@@ -160,7 +161,8 @@ def _ensure_services(*, redis: bool) -> None:
         "host": params.get("HOST") or (params.get("OPTIONS") or {}).get("host") or None,
         "port": params.get("PORT") or None,
     }
-    with psycopg.connect(**{k: v for k, v in conninfo.items() if v}, autocommit=True) as conn:
+    kwargs = {k: v for k, v in conninfo.items() if v}
+    with psycopg.connect(autocommit=True, **kwargs) as conn:
         if not conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", [BENCH_DB]).fetchone():
             conn.execute(f'CREATE DATABASE "{BENCH_DB}"')
 

@@ -28,10 +28,14 @@ def root_list(
     roots = FileRoot.objects.filter(user=user)
     if character is not None:
         roots = roots.filter(character=character)
-    return roots.annotate(
-        present_count=Count("entries", filter=Q(entries__state=IndexEntry.State.PRESENT)),
-        gone_count=Count("entries", filter=Q(entries__state=IndexEntry.State.GONE)),
-    ).select_related("last_run").order_by("created_at", "id")
+    return (
+        roots.annotate(
+            present_count=Count("entries", filter=Q(entries__state=IndexEntry.State.PRESENT)),
+            gone_count=Count("entries", filter=Q(entries__state=IndexEntry.State.GONE)),
+        )
+        .select_related("last_run")
+        .order_by("created_at", "id")
+    )
 
 
 def root_get(*, user: User, root_id: int) -> FileRoot | None:

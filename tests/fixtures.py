@@ -90,7 +90,7 @@ def nova(db: None) -> Character:
 
 @pytest.fixture
 def session(user: Any, nova: Character) -> Session:
-    return SessionFactory(user=user, character=nova)
+    return SessionFactory.create(user=user, character=nova)
 
 
 def token_client(user: Any) -> APIClient:

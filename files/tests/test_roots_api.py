@@ -73,9 +73,7 @@ def test_index_endpoint_enqueues_after_commit(
     from files import tasks
 
     sent: list[int] = []
-    monkeypatch.setattr(
-        tasks.index_root, "apply_async", lambda args, **kw: sent.append(args[0])
-    )
+    monkeypatch.setattr(tasks.index_root, "apply_async", lambda args, **kw: sent.append(args[0]))
     root_id = api.post("/api/roots/", {"path": "notizen", "eigentum": "figur"}).json()["id"]
     with django_capture_on_commit_callbacks(execute=True):
         api.post(f"/api/roots/{root_id}/confirm/")
