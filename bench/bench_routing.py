@@ -25,7 +25,8 @@ from typing import Any
 BASE_DIR = Path(__file__).resolve().parent.parent
 SET_PATH = BASE_DIR / "directives" / "tests" / "routing_set.json"
 DIRECTIVE_ACTIONS = ("create", "read", "update", "delete", "reactivate", "undo")
-WRITING = frozenset({"create", "update", "delete", "reactivate", "undo", "files"})
+# Agents that may write after a question ("wissen" deletes a paragraph of her library).
+WRITING = frozenset({"create", "update", "delete", "reactivate", "undo", "files", "wissen"})
 ORDERS = frozenset({*DIRECTIVE_ACTIONS, "files", "dateien_lesen"})
 CLASSES = (*DIRECTIVE_ACTIONS, "files", "dateien_lesen", "gespraech")
 

@@ -54,6 +54,10 @@ _DEFAULT_DESCRIPTIONS = {
         "einen Ordner freigeben, stilllegen, vergessen, wieder aktivieren oder die "
         "freigegebenen Ordner auflisten"
     ),
+    "wissen": (
+        "Novas eigenes Wissen: was sie in ihrem Wissen über etwas hat, aus einer Datei lernen "
+        "oder einen Absatz aus ihrem Wissen löschen"
+    ),
     "dateien_lesen": (
         "aus den freigegebenen Dateien lesen: eine Datei oder einen Abschnitt vorlesen, "
         "darin suchen, fragen, was in einer Datei steht oder ob es eine Datei gibt"
