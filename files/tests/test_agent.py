@@ -73,8 +73,10 @@ def test_content_questions_and_other_talk_are_not_orders(text: str) -> None:
 
 
 def test_files_agent_is_asked_before_the_directives_agent() -> None:
+    # "Gib Nova den Ordner … frei" also reads like an order; the files agent must see it first.
+    # (The knowledge agent may stand before both: it only takes orders naming her own library.)
     names = [a.name for a in all_agents()]
-    assert names[0] == "files"
+    assert names.index("files") < names.index("directives")
 
 
 def test_release_by_chat_shows_resolved_path_and_count_then_asks_owner_then_confirms(
