@@ -41,7 +41,8 @@ def _found_entry(record: dict[str, Any]) -> str:
     labelled as such — the summary of the whole file (issue 9: a section's citation must not
     carry another section's content)."""
     label = " (archiviert — abgelöst, nicht geltend)" if record["archived"] else ""
-    out = [f"- {record['citation']}{label} [{record['strength']}, {record['channel']}]:"]
+    # Hit strength and channel stay in ``records`` (inspector, API); the text is read by a person.
+    out = [f"- {record['citation']}{label}:"]
     excerpt = str(record.get("excerpt") or "")
     if excerpt:
         if record.get("excerpt_cut"):
