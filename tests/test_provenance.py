@@ -14,6 +14,7 @@ from django.urls import reverse
 
 from conversation.models import PipelineLog, Session, Turn
 from conversation.pipeline import run_turn
+from conversation.pipeline.provenance import provenance_check
 from directives.tribunal import TribunalResult
 from files.retrieval import RetrievalResult
 from tests.fakes.openai_server import FakeOpenAI
@@ -158,3 +159,17 @@ def test_deviation_above_the_threshold_marks_the_turn_with_the_new_words(
     calm = turn_with(fake_llm, session, user, "Dein Hund heißt Bello.", "Dein Hund heißt Bello.")
     assert calm.checks["abweichung"]["ueber_schwelle"] is False
     assert calm.checks["abweichung"]["neue_woerter"] == []
+
+
+@pytest.mark.parametrize(
+    ("reply", "flagged"),
+    [
+        pytest.param("Schöner Name für einen Hund!", False, id="one-new-noun-is-style"),
+        pytest.param("Bello ist 7 Jahre alt.", True, id="new-number"),
+        pytest.param("Bello wohnt bei Familie Kessler.", True, id="two-new-names"),
+        pytest.param("Dein Hund heißt also Bello.", False, id="nothing-new"),
+    ],
+)
+def test_a_claim_without_a_source_is_a_new_number_or_name(reply: str, flagged: bool) -> None:
+    check = provenance_check(reply, "Dein Hund heißt Bello.", [])
+    assert bool(check["ohne_quelle"]) is flagged, check

@@ -78,6 +78,13 @@ def _fact_tokens(sentence: str) -> set[str]:
     return out
 
 
+def _adds_a_fact(sentence: str, content_facts: set[str]) -> bool:
+    """A new number, or two new capitalised words: German capitalises every noun, so one new
+    noun is often only style ("Schöner Name!"); a number or a second name is a claim."""
+    new = _fact_tokens(sentence) - content_facts
+    return any(token[0].isdigit() for token in new) or len(new) >= 2
+
+
 def record_statements(content: str, records: list[dict[str, Any]]) -> list[str]:
     """The content's sentences that say something from records: hedged, or citing a record, or
     (in a paragraph opened by a hedge) the lines that follow it."""
@@ -114,7 +121,7 @@ def provenance_check(reply: str, content: str, records: list[dict[str, Any]]) ->
     unsourced = [
         line
         for line in reply_lines
-        if not _has_citation(line) and (_fact_tokens(HEDGE_RE.sub(" ", line)) - content_facts)
+        if not _has_citation(line) and _adds_a_fact(HEDGE_RE.sub(" ", line), content_facts)
     ]
     flagged = bool(lost or i_know or unsourced)
     return {
