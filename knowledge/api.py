@@ -147,10 +147,10 @@ class KnowledgeDetailApi(APIView):
         responses={200: KnowledgeEntryDetailSerializer, 404: RefusalSerializer},
     )
     def get(self, request: Request, entry_id: int) -> Response:
-        entry = selectors.entry_get(user=request.user, entry_id=entry_id)
+        entry = selectors.entry_get(user=request_user(request), entry_id=entry_id)
         if entry is None:
             raise Http404
-        read = datei_lesen(user=request.user, character=entry.character, path=entry.path)
+        read = datei_lesen(user=request_user(request), character=entry.character, path=entry.path)
         user = request_user(request)
         states = selectors.source_states(user=user, entries=[entry]).get(entry.pk, [])
         data = {
@@ -171,7 +171,7 @@ class KnowledgeEditListApi(APIView):
         operation_id="knowledge_edits_list", responses={200: KnowledgeEditSerializer(many=True)}
     )
     def get(self, request: Request) -> Response:
-        rows = [edit_json(e) for e in selectors.edit_list(user=request.user)]
+        rows = [edit_json(e) for e in selectors.edit_list(user=request_user(request))]
         return Response(KnowledgeEditSerializer(rows, many=True).data)
 
 
@@ -193,7 +193,7 @@ class KnowledgeEditUndoApi(APIView):
         },
     )
     def post(self, request: Request, edit_id: int) -> Response:
-        edit = selectors.edit_get(user=request.user, edit_id=edit_id)
+        edit = selectors.edit_get(user=request_user(request), edit_id=edit_id)
         if edit is None:
             raise Http404
         body = UndoRequestSerializer(data=request.data)
@@ -210,7 +210,7 @@ class KnowledgeEditUndoApi(APIView):
                     {"id": edit.pk, "status": "rueckfrage", "question": question}
                 ).data
             )
-        result = knowledge_edit_undo(user=request.user, edit_id=edit.pk)
+        result = knowledge_edit_undo(user=request_user(request), edit_id=edit.pk)
         if not result.ok:
             raise ApplicationError(
                 result.message, step=str(result.step), status=str(result.status), http_status=409

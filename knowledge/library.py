@@ -14,12 +14,14 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from django.contrib.auth.models import User
 from django.contrib.postgres.search import SearchVector
 from django.db import transaction
 from django.db.models import ExpressionWrapper, F, FloatField, Func, Value
 from django.db.models.functions import Coalesce, Extract, Now
 from django.utils import timezone
 
+from conversation.models import Character
 from knowledge import conf, document, marks
 from knowledge.models import KnowledgeEntry
 from knowledge.structure import Block, block_map, enrichment
@@ -72,8 +74,8 @@ def _fields(rel_path: str, text: str, blocks: list[Block]) -> dict[str, Any]:
 
 def library_row_refresh(
     *,
-    user: Any,
-    character: Any,
+    user: User,
+    character: Character,
     rel_path: str,
     text: str,
     content_hash: str,
@@ -134,7 +136,7 @@ def library_row_refresh(
     return RowResult(True, entry)
 
 
-def library_row_delete(*, user: Any, character: Any, rel_path: str) -> int:
+def library_row_delete(*, user: User, character: Character, rel_path: str) -> int:
     deleted, _ = KnowledgeEntry.objects.filter(
         user=user, character=character, path=rel_path
     ).delete()

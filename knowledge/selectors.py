@@ -18,7 +18,7 @@ from django.conf import settings
 from django.db import connection
 from django.db.models import QuerySet
 
-from conversation.models import MemoryEntry
+from conversation.models import Character, MemoryEntry
 from knowledge import conf
 from knowledge.models import KnowledgeEdit, KnowledgeEntry, RueckwegRun
 
@@ -148,7 +148,7 @@ def _hydrate(hits: list[LibraryHit]) -> list[LibraryHit]:
 
 
 def library_candidates(
-    *, user: Any, character: Any, vector: list[float], k: int
+    *, user: User, character: Character, vector: list[float], k: int
 ) -> list[LibraryHit]:
     """The pair's ``k`` nearest library rows by cosine, best first (no floor)."""
     dense = _dense(user.pk, character.pk, vector, k)
@@ -162,8 +162,8 @@ def library_candidates(
 
 def library_search(
     *,
-    user: Any,
-    character: Any,
+    user: User,
+    character: Character,
     vector: list[float] | None,
     text: str,
     k: int = 3,
@@ -206,15 +206,15 @@ def library_search(
 # --- the person's views (API) -------------------------------------------------------------
 
 
-def entry_list(*, user: Any) -> QuerySet[KnowledgeEntry]:
+def entry_list(*, user: User) -> QuerySet[KnowledgeEntry]:
     return KnowledgeEntry.objects.filter(user=user).order_by("path", "id")
 
 
-def entry_get(*, user: Any, entry_id: int) -> KnowledgeEntry | None:
+def entry_get(*, user: User, entry_id: int) -> KnowledgeEntry | None:
     return KnowledgeEntry.objects.filter(user=user, pk=entry_id).first()
 
 
-def edit_list(*, user: Any) -> QuerySet[KnowledgeEdit]:
+def edit_list(*, user: User) -> QuerySet[KnowledgeEdit]:
     return (
         KnowledgeEdit.objects.filter(user=user)
         .exclude(outcome=KnowledgeEdit.Outcome.VERWORFEN)
@@ -222,7 +222,7 @@ def edit_list(*, user: Any) -> QuerySet[KnowledgeEdit]:
     )
 
 
-def edit_get(*, user: Any, edit_id: int) -> KnowledgeEdit | None:
+def edit_get(*, user: User, edit_id: int) -> KnowledgeEdit | None:
     return KnowledgeEdit.objects.filter(user=user, pk=edit_id).first()
 
 

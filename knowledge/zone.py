@@ -12,8 +12,10 @@ import os
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
-from typing import Any
 
+from django.contrib.auth.models import User
+
+from conversation.models import Character
 from knowledge import conf
 
 ALLOWED_SUFFIXES = (".md",)
@@ -71,7 +73,7 @@ def pair_folder_name(*, user_id: int, character_id: int) -> str:
     return f"{int(user_id)}-{int(character_id)}"
 
 
-def pair_dir(*, user: Any, character: Any, create: bool = False) -> Path:
+def pair_dir(*, user: User, character: Character, create: bool = False) -> Path:
     """The pair's zone folder (resolved). ``create`` makes it (mode 0700) if missing."""
     base = conf.knowledge_dir()
     folder = base / pair_folder_name(user_id=user.pk, character_id=character.pk)
@@ -100,7 +102,7 @@ def _refuse(step: Target, shown: str, **extra: str) -> WriteTarget:
     return WriteTarget(step=step, reason=REASONS[step].format(shown=shown, **extra))
 
 
-def schreibziel_pruefen(path: str, *, user: Any, character: Any) -> WriteTarget:
+def schreibziel_pruefen(path: str, *, user: User, character: Character) -> WriteTarget:
     """Check a write target for the pair. ``path`` is relative to the pair's zone folder or
     absolute. Order: resolve (``~``, ``..``, every link), then inside the pair's folder, not
     inside any released root, no hidden segment, an allowed extension, not a folder."""

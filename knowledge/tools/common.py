@@ -6,6 +6,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from django.contrib.auth.models import User
+
+from conversation.models import Character
 from knowledge import conf, marks
 from knowledge.fileio import TooLarge, read_bytes
 from knowledge.structure import Block, block_map, sections
@@ -27,7 +30,7 @@ class Opened:
         return self.text.split("\n") if self.text is not None else []
 
 
-def read_target(*, user: Any, character: Any, path: str) -> Opened | ToolResult:
+def read_target(*, user: User, character: Character, path: str) -> Opened | ToolResult:
     """Check ``path`` with the zone rules and read it (None when missing)."""
     target = schreibziel_pruefen(path, user=user, character=character)
     if not target.ok or target.resolved is None:

@@ -21,9 +21,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from django.contrib.auth.models import User
 from django.db.models import Q
 from django.utils import timezone
 
+from conversation.models import Character
 from knowledge import conf, document, marks
 from knowledge.fileio import (
     LockTimeout,
@@ -122,7 +124,7 @@ def only_region_changed(
     return True
 
 
-def _next_mark(user: Any, character: Any, rel: str, text: str) -> int:
+def _next_mark(user: User, character: Character, rel: str, text: str) -> int:
     used = marks.marks_in(text)
     for mark in (
         KnowledgeEdit.objects.filter(user=user, character=character, path=rel)
@@ -164,7 +166,9 @@ def _mark_written(edit: KnowledgeEdit) -> None:
         )
 
 
-def _follow(user: Any, character: Any, rel: str, resolved: Path, typ: str | None) -> ToolResult:
+def _follow(
+    user: User, character: Character, rel: str, resolved: Path, typ: str | None
+) -> ToolResult:
     """Make the library row follow the file as it is on disk now."""
     opened = load(resolved, rel)
     if isinstance(opened, ToolResult):
@@ -199,7 +203,7 @@ def _follow(user: Any, character: Any, rel: str, resolved: Path, typ: str | None
     )
 
 
-def _settle_intents(user: Any, character: Any, rel: str, resolved: Path) -> None:
+def _settle_intents(user: User, character: Character, rel: str, resolved: Path) -> None:
     """Intents of a writer that died between storing the intent and settling it: the file's
     hash tells whether its bytes landed (geschrieben) or not (verworfen). Caller holds the lock."""
     remove_stale_temps(resolved)
@@ -229,8 +233,8 @@ def _settle_intents(user: Any, character: Any, rel: str, resolved: Path) -> None
 
 def run_edit(
     *,
-    user: Any,
-    character: Any,
+    user: User,
+    character: Character,
     path: str,
     tool: str,
     cause: EditCause,
@@ -284,8 +288,8 @@ def run_edit(
 
 def _edit_locked(
     *,
-    user: Any,
-    character: Any,
+    user: User,
+    character: Character,
     resolved: Path,
     rel: str,
     tool: str,
@@ -456,7 +460,7 @@ def _edit_locked(
     )
 
 
-def settle_file(*, user: Any, character: Any, path: str) -> ToolResult:
+def settle_file(*, user: User, character: Character, path: str) -> ToolResult:
     """Settle open intents of one file under its lock and make its row follow the file."""
     target = schreibziel_pruefen(path, user=user, character=character)
     if not target.ok or target.resolved is None:
@@ -486,8 +490,8 @@ def _block_body(lines: list[str], block: Block) -> tuple[int, int]:
 
 def datei_schreiben(
     *,
-    user: Any,
-    character: Any,
+    user: User,
+    character: Character,
     path: str,
     thema: str,
     inhalt: str,
@@ -536,7 +540,13 @@ def datei_schreiben(
 
 
 def block_ersetzen(
-    *, user: Any, character: Any, path: str, block: BlockRef, text: str, cause: EditCause = PERSON
+    *,
+    user: User,
+    character: Character,
+    path: str,
+    block: BlockRef,
+    text: str,
+    cause: EditCause = PERSON,
 ) -> ToolResult:
     """Replace the body of one section (its heading stays), marked ``[iN>] … [<iN]``."""
     bad = check_text(text)
@@ -567,8 +577,8 @@ def block_ersetzen(
 
 def block_einfuegen(
     *,
-    user: Any,
-    character: Any,
+    user: User,
+    character: Character,
     path: str,
     text: str,
     nach: BlockRef | None = None,
@@ -621,8 +631,8 @@ def block_einfuegen(
 
 def block_anfuegen(
     *,
-    user: Any,
-    character: Any,
+    user: User,
+    character: Character,
     path: str,
     text: str,
     ueberschrift: str | None = None,
@@ -676,8 +686,8 @@ def _occurrences(haystack: str, needle: str) -> list[int]:
 
 def str_replace_in_block(
     *,
-    user: Any,
-    character: Any,
+    user: User,
+    character: Character,
     path: str,
     block: BlockRef,
     alt: str,
@@ -735,7 +745,12 @@ ALLOWED_FIELDS = ("Thema", *document.HEADER_FIELDS)
 
 
 def metadaten_aktualisieren(
-    *, user: Any, character: Any, path: str, felder: dict[str, Any], cause: EditCause = PERSON
+    *,
+    user: User,
+    character: Character,
+    path: str,
+    felder: dict[str, Any],
+    cause: EditCause = PERSON,
 ) -> ToolResult:
     """Set header fields: ``Thema`` (the title line), ``Zusammenfassung``, ``Stichwörter``,
     ``Typ``. The version is bumped; nothing below the header changes."""

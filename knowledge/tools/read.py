@@ -12,6 +12,9 @@ import os
 from pathlib import Path
 from typing import Any
 
+from django.contrib.auth.models import User
+
+from conversation.models import Character
 from knowledge import conf, document
 from knowledge.fileio import sha256
 from knowledge.structure import block_map
@@ -22,7 +25,7 @@ from knowledge.zone import pair_dir, schreibziel_pruefen
 MAX_GREP_PATTERN = 200
 
 
-def _opened(user: Any, character: Any, path: str) -> Opened | ToolResult:
+def _opened(user: User, character: Character, path: str) -> Opened | ToolResult:
     opened = read_target(user=user, character=character, path=path)
     if isinstance(opened, ToolResult):
         return opened
@@ -42,7 +45,7 @@ def _ok(opened: Opened, **kw: Any) -> ToolResult:
     )
 
 
-def datei_lesen(*, user: Any, character: Any, path: str) -> ToolResult:
+def datei_lesen(*, user: User, character: Character, path: str) -> ToolResult:
     """The whole file (bounded by the file size limit, not by lines)."""
     opened = _opened(user, character, path)
     if isinstance(opened, ToolResult):
@@ -51,7 +54,7 @@ def datei_lesen(*, user: Any, character: Any, path: str) -> ToolResult:
     return _ok(opened, text=opened.text or "", line_start=1 if n else 0, line_end=n)
 
 
-def struktur_analysieren(*, user: Any, character: Any, path: str) -> ToolResult:
+def struktur_analysieren(*, user: User, character: Character, path: str) -> ToolResult:
     """The block map: sections (numbered 1..n), code blocks and tables with their lines."""
     opened = _opened(user, character, path)
     if isinstance(opened, ToolResult):
@@ -72,7 +75,7 @@ def _lines_result(opened: Opened, start: int, end: int) -> ToolResult:
     return result
 
 
-def block_lesen(*, user: Any, character: Any, path: str, block: BlockRef) -> ToolResult:
+def block_lesen(*, user: User, character: Character, path: str, block: BlockRef) -> ToolResult:
     opened = _opened(user, character, path)
     if isinstance(opened, ToolResult):
         return opened
@@ -84,7 +87,9 @@ def block_lesen(*, user: Any, character: Any, path: str, block: BlockRef) -> Too
     return result
 
 
-def zeilen_lesen(*, user: Any, character: Any, path: str, start: Any, end: Any) -> ToolResult:
+def zeilen_lesen(
+    *, user: User, character: Character, path: str, start: Any, end: Any
+) -> ToolResult:
     opened = _opened(user, character, path)
     if isinstance(opened, ToolResult):
         return opened
@@ -121,7 +126,9 @@ def _zone_files(folder: Path) -> list[str]:
     return found
 
 
-def datei_grep(*, user: Any, character: Any, muster: Any, path: str | None = None) -> ToolResult:
+def datei_grep(
+    *, user: User, character: Character, muster: Any, path: str | None = None
+) -> ToolResult:
     """Lines containing ``muster`` (plain text, case-insensitive; no regular expressions, so
     no pattern can run away) in one file or in all of the pair's knowledge files."""
     if not isinstance(muster, str) or not muster.strip() or "\x00" in muster:

@@ -11,8 +11,9 @@
 
 from __future__ import annotations
 
-from typing import Any
+from django.contrib.auth.models import User
 
+from conversation.models import Character
 from knowledge import marks
 from knowledge.fileio import sha256
 from knowledge.models import KnowledgeEdit
@@ -28,7 +29,7 @@ def _locate(lines: list[str], fragment: list[str]) -> list[int]:
     return [i for i in range(len(lines) - n + 1) if lines[i : i + n] == fragment]
 
 
-def knowledge_edit_undo(*, user: Any, edit_id: int, cause: EditCause | None = None) -> ToolResult:
+def knowledge_edit_undo(*, user: User, edit_id: int, cause: EditCause | None = None) -> ToolResult:
     """Undo one edit of the requesting person's pair files. Another person's edit reads as
     missing."""
     edit = KnowledgeEdit.objects.filter(pk=edit_id, user=user).select_related("character").first()
@@ -99,7 +100,7 @@ def knowledge_edit_undo(*, user: Any, edit_id: int, cause: EditCause | None = No
 
 
 def knowledge_mark_undo(
-    *, user: Any, character: Any, path: str, mark: str, cause: EditCause | None = None
+    *, user: User, character: Character, path: str, mark: str, cause: EditCause | None = None
 ) -> ToolResult:
     """Undo the incorporation carrying ``mark`` ("i3" or "[i3>]") in one of the pair's files."""
     target = schreibziel_pruefen(path, user=user, character=character)
