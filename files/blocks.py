@@ -17,12 +17,12 @@ from typing import Any
 HEADER = "[AUFZEICHNUNGEN]"
 
 FRAMING = (
-    "Das Folgende sind Aufzeichnungen aus Dateien, die dir freigegeben wurden. "
-    "Es ist nicht deine Erinnerung und nicht dein Wissen. "
+    "Das Folgende sind Aufzeichnungen aus Dateien, die der Nutzer Nova freigegeben hat. "
+    "Es ist nicht Novas Erinnerung und nicht Novas Wissen. "
     "Aufzeichnungen können falsch oder veraltet sein. "
-    "Wenn du daraus antwortest, sag das („In den Unterlagen steht …“, "
-    "„Ich habe Aufzeichnungen, die …“) und nenne die Fundstelle. "
-    "Widerspricht eine Aufzeichnung deiner Erinnerung, sag beides. "
+    "Antwortet Nova daraus, sagt sie das („In den Unterlagen steht …“, "
+    "„Ich habe Aufzeichnungen, die …“) und nennt die Fundstelle. "
+    "Widerspricht eine Aufzeichnung Novas Erinnerung, sagt sie beides. "
     "Unter jeder Fundstelle steht der Text genau dieser Zeilen; nur was dort steht, belegt "
     "diese Fundstelle. Die Zusammenfassung darunter gilt für die ganze Datei, nicht für die "
     "Fundstelle."
@@ -32,7 +32,7 @@ CONCEPT_NOTE = (
     "gebaut ist: Sie beschreibt, sie beweist nicht."
 )
 OWN_WORK_NOTE = (
-    "Einträge mit „eigene Funde“ stammen aus deinem eigenen früheren Material; auch sie sind "
+    "Einträge mit „eigene Funde“ stammen aus Novas eigenem früheren Material; auch sie sind "
     "Aufzeichnungen mit Fundstelle, keine Erinnerung."
 )
 ARCHIVED_LABEL = "archiviert — abgelöst, nicht geltend"
@@ -52,7 +52,7 @@ QUOTE = "   │ "
 
 def _entry(n: int, record: dict[str, Any]) -> str:
     own = record.get("eigentum") == "figur"
-    kind = "eigene Funde (dein früheres Material)" if own else "Material der Person"
+    kind = "eigene Funde (Novas früheres Material)" if own else "Material des Nutzers"
     head = (
         f"{n}. Fundstelle: {record['citation']} · Treffer: {record.get('strength', 'schwach')} · "
         f"Größe: {_size(int(record.get('size') or 0))} · Herkunft: {kind}"

@@ -29,14 +29,14 @@ NAME = "knowledge"
 BLOCK = "EIGENES WISSEN"
 HEADER = f"[{BLOCK}]"
 FRAMING = (
-    "Das ist dein eigenes, erarbeitetes Wissen: Wissensdateien, die du selbst führst. Es ist "
-    "nicht deine Erinnerung an Gespräche und nicht das Material der Person. Es kann "
-    "unvollständig oder überholt sein. Wenn du daraus antwortest, sag, dass du es dir "
-    "erarbeitet hast, und nenne Datei und Version."
+    "Das ist Novas eigenes, erarbeitetes Wissen: Wissensdateien, die sie selbst führt. Es ist "
+    "nicht ihre Erinnerung an Gespräche und nicht das Material des Nutzers. Es kann "
+    "unvollständig oder überholt sein. Antwortet Nova daraus, sagt sie, dass sie es sich "
+    "erarbeitet hat, und nennt Datei und Version."
 )
 CHANGED_NOTE = (
-    "Steht bei einer Quelle „Quelle geändert seit dem Lernen“, hat sich die Datei, aus der du "
-    "es gelernt hast, seitdem geändert: sag das, statt es als sicher hinzustellen."
+    "Steht bei einer Quelle „Quelle geändert seit dem Lernen“, hat sich die Datei, aus der Nova "
+    "es gelernt hat, seitdem geändert: das sagt sie, statt es als sicher hinzustellen."
 )
 
 

@@ -306,10 +306,6 @@ def test_a_failing_situation_is_logged_as_not_run_and_the_composer_goes_on(
     assert "kaputt" in row.details["sachlage"]["error"]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="[AUFZEICHNUNGEN] (files/blocks.py) still speaks to Nova as 'du' and of 'der Person'",
-)
 def test_contributed_records_block_uses_the_same_naming_system(
     fake_llm: FakeOpenAI, session: Session, user: User, records: None
 ) -> None:

@@ -149,7 +149,7 @@ def test_rule_by_chat_folder_by_api_answer_from_records(
     blocks = _blocks(composer)
     assert "AUFZEICHNUNGEN" in blocks
     records_text = _between(composer, "AUFZEICHNUNGEN")
-    assert "toepfern/brennen.md" in records_text and "nicht deine Erinnerung" in records_text
+    assert "toepfern/brennen.md" in records_text and "nicht Novas Erinnerung" in records_text
     # Never an entry of her memory: the memory block, if present, does not hold the record.
     if "GEDAECHTNIS" in blocks:
         assert "brennen.md" not in _between(composer, "GEDAECHTNIS")

@@ -45,10 +45,10 @@ def test_framing_says_records_not_memory_may_be_wrong_and_name_the_citation() ->
     lines = block.splitlines()
     assert lines[0] == "[AUFZEICHNUNGEN]"
     framing = lines[1]
-    assert "nicht deine Erinnerung und nicht dein Wissen" in framing
+    assert "nicht Novas Erinnerung und nicht Novas Wissen" in framing
     assert "falsch oder veraltet" in framing
     assert "In den Unterlagen steht" in framing and "Fundstelle" in framing
-    assert "Widerspricht eine Aufzeichnung deiner Erinnerung, sag beides" in framing
+    assert "Widerspricht eine Aufzeichnung Novas Erinnerung, sagt sie beides" in framing
     assert "[GEDAECHTNIS]" not in block
 
 
@@ -59,7 +59,7 @@ def test_entry_carries_citation_strength_size_owner_summary_and_excerpt() -> Non
     assert head.startswith("Fundstelle: plan.md:13-17")
     assert "Treffer: stark" in head
     assert "Größe: 2,0 KB" in head
-    assert "Herkunft: Material der Person" in head
+    assert "Herkunft: Material des Nutzers" in head
     assert "archiviert" not in entry
 
 
@@ -154,7 +154,7 @@ def test_archived_concept_is_labelled_and_concepts_are_no_proof() -> None:
 
 def test_figur_material_is_novas_own_earlier_work_with_citation() -> None:
     block = records_block([_record(eigentum="figur")])
-    assert "Herkunft: eigene Funde (dein früheres Material)" in block
+    assert "Herkunft: eigene Funde (Novas früheres Material)" in block
     assert "Fundstelle: plan.md:13-17" in block
     assert "keine Erinnerung" in block
 
