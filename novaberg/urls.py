@@ -5,6 +5,7 @@ from django.urls import URLPattern, URLResolver, include, path
 from drf_spectacular.views import SpectacularAPIView
 
 from conversation import api as conversation_api
+from conversation.views import admin_login
 from novaberg.health import healthz
 from novaberg.login_throttle import TokenLoginApi
 
@@ -29,6 +30,8 @@ api_patterns: list[URLPattern | URLResolver] = [
 
 urlpatterns = [
     path("healthz", healthz, name="healthz"),
+    # Before the admin: its login form goes to the one, limited login page.
+    path("admin/login/", admin_login, name="admin-login"),
     path("admin/", admin.site.urls),
     path("api/", include(api_patterns)),
     path("", include("files.urls")),

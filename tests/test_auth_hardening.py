@@ -208,3 +208,30 @@ def test_the_launchers_demo_passwords_pass_the_validators() -> None:
 def test_the_schema_needs_a_login(api: APIClient) -> None:
     assert APIClient().get("/api/schema/").status_code == 401
     assert api.get("/api/schema/", HTTP_ACCEPT="application/json").status_code == 200
+
+
+def test_the_admin_login_form_is_no_way_around_the_limit(low_limits: None) -> None:
+    staff = UserFactory.create(username="olga", password=PASSWORD, is_staff=True)
+    browser = Client(REMOTE_ADDR="10.0.7.1")
+
+    # Django's own admin form would check the password without counting failures.
+    posted = browser.post("/admin/login/", {"username": "olga", "password": PASSWORD})
+    assert posted.status_code == 302 and posted["Location"].startswith("/login/?next=")
+    assert "_auth_user_id" not in browser.session
+
+    for _ in range(3):
+        browser.post("/admin/login/?next=/admin/", {"username": "olga", "password": "falsch"})
+        browser.post("/login/", {"username": "olga", "password": "falsch"})
+    assert browser.post("/login/", {"username": "olga", "password": PASSWORD}).status_code == 429
+
+    fresh = Client(REMOTE_ADDR="10.0.7.2")
+    asked = fresh.get("/admin/")
+    assert asked.status_code == 302
+    via = fresh.get(asked["Location"])  # /admin/login/?next=/admin/ sends to the one login page
+    assert via.status_code == 302 and via["Location"] == "/login/?next=%2Fadmin%2F"
+    assert not staff.check_password("falsch")
+
+
+def test_the_admin_login_keeps_only_a_local_next() -> None:
+    answer = Client().get("/admin/login/?next=https://evil.example/")
+    assert answer["Location"] == "/login/?next=%2Fadmin%2F"
