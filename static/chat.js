@@ -56,11 +56,18 @@
   }
 
   // Confirmation questions are Nova's message; the person answers in words. The buttons only
-  // send the words "Ja" / "Nein" as text, through the same consent reader.
+  // send words as text, through the same consent reader: "Ja" / "Nein" for a yes/no question,
+  // the two named choices for a choice question ("Antworte mit „meine“ oder „Novas“.").
+  function answerWords(li) {
+    const text = li.textContent || "";
+    const named = text.match(/Antworte mit „([^“]{1,40})“ oder „([^“]{1,40})“/);
+    return named ? [named[1], named[2]] : ["Ja", "Nein"];
+  }
+
   function addQuickButtons(li) {
     if (li.querySelector(".quick")) return;
     const box = el("div", "quick");
-    ["Ja", "Nein"].forEach(function (word) {
+    answerWords(li).forEach(function (word) {
       const b = el("button", "quick-" + word.toLowerCase(), word);
       b.type = "button";
       b.addEventListener("click", function () {

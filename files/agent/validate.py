@@ -75,6 +75,11 @@ def describe_dry_run(path: str, dry: dict[str, Any]) -> str:
     )
 
 
+def index_rows(n: int) -> str:
+    """ "seine 1 Indexzeile" reads wrong: one row is "seine eine Indexzeile"."""
+    return "seine eine Indexzeile" if n == 1 else f"seine {n} Indexzeilen"
+
+
 def owner_label(eigentum: str) -> str:
     return "dein Material" if eigentum == FileRoot.Eigentum.NUTZER else "Novas eigenes Material"
 
@@ -126,12 +131,13 @@ def validate_root_action(*, user: User, character: Character, order: Order) -> V
     if order.action == "suspend":
         question = (
             f"Soll ich den Ordner {root.path} stilllegen? Ich lese ihn dann nicht mehr und "
-            f"suche nicht mehr darin; seine {rows} Indexzeilen bleiben erhalten. (ja/nein)"
+            f"suche nicht mehr darin; {index_rows(rows)} "
+            f"{'bleibt' if rows == 1 else 'bleiben'} erhalten. (ja/nein)"
         )
     elif order.action == "forget":
         question = (
-            f"Soll ich den Ordner {root.path} vergessen? Dabei lösche ich seine {rows} "
-            "Indexzeilen mit ihren Zusammenfassungen, Schlagwörtern und Einbettungen; "
+            f"Soll ich den Ordner {root.path} vergessen? Dabei lösche ich {index_rows(rows)} "
+            "mit ihren Zusammenfassungen, Schlagwörtern und Einbettungen; "
             "die Dateien selbst bleiben unberührt. (ja/nein)"
         )
     else:

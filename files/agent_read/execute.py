@@ -123,9 +123,9 @@ def _search(ctx: AgentContext, request: ReadRequest) -> AgentResult:
                     + ("nach 50 Fundzeilen" if grep.cut_reason == "zeilen" else "(Zeitlimit)")
                     + "; es kann mehr geben."
                 )
+            found_in = "1 Zeile" if len(grep.matches) == 1 else f"{len(grep.matches)} Zeilen"
             parts.append(
-                f"„{grep.pattern}“ ({mode}) steht in {len(grep.matches)} Zeilen:{cut}\n"
-                + "\n".join(lines)
+                f"„{grep.pattern}“ ({mode}) steht in {found_in}:{cut}\n" + "\n".join(lines)
             )
             records.extend(
                 {
