@@ -73,6 +73,11 @@ def duplicate_question(*, old_text: str, text: str) -> str:
     )
 
 
+def similar_question(*, old_text: str, text: str) -> str:
+    # seed 000 §6.2: a similar rule may coexist — "… Trotzdem anlegen?"; "nein" creates nothing.
+    return f"Es gibt schon die ähnliche Direktive {_q(old_text)}. Trotzdem {_q(text)} anlegen?"
+
+
 def choice_question(action: str, candidates: list[dict[str, Any]]) -> str:
     listed = ", ".join(f"[{n}] {_q(c['text'])}" for n, c in enumerate(candidates, start=1))
     return (
@@ -89,7 +94,7 @@ _FRAME_WORDS = frozenset(
     "erwähn erwähne erwähnen erwaehne erwaehnen red rede reden redest sprichst sprecht "
     "erzähl erzähle erzählen erzaehle benutz benutze benutzen verwend verwende verwenden "
     "nutz nutze nutzen gebrauche gebrauchen thema themen jemals überhaupt ueberhaupt "
-    "künftig kuenftig zukünftig fortan mehr gar".split()
+    "künftig kuenftig zukünftig fortan mehr gar bitte bitt".split()
 )
 _FRAME_STEMS = frozenset(term for word in _FRAME_WORDS for term in selectors.search_terms(word))
 SIMILAR_AT = 0.5
@@ -109,19 +114,34 @@ def content_words(text: str) -> set[str]:
     return set(selectors.search_terms(text)) - _FRAME_STEMS
 
 
+def _compared_words(a: str, b: str) -> tuple[set[str], set[str]] | None:
+    ca, cb = content_words(a), content_words(b)
+    if not ca or not cb:
+        if ca or cb:
+            return None
+        ca, cb = set(words_of(a)), set(words_of(b))
+        if not ca or not cb:
+            return None
+    return ca, cb
+
+
+def is_same_rule(a: str, b: str) -> bool:
+    """The same rule in other words: exactly the same content words ("Erwähne nie Milch" is
+    "Sprich nie von Milch"); seed 000 §6.2 "Existiert bereits. Aktualisieren?"."""
+    words = _compared_words(a, b)
+    return words is not None and words[0] == words[1]
+
+
 def is_similar(a: str, b: str) -> bool:
     """The same rule in other words: their content words overlap (Jaccard ≥ SIMILAR_AT).
 
     Frame words do not count, so "Sprich nie von Keramik" is not "Sprich nie von Milch", while
     "Erwähne nie Milch" and "Sprich nie wieder von Milch" are. Rules with no content word at
     all (only frame words) are compared on all their words."""
-    ca, cb = content_words(a), content_words(b)
-    if not ca or not cb:
-        if ca or cb:
-            return False
-        ca, cb = set(words_of(a)), set(words_of(b))
-        if not ca or not cb:
-            return False
+    words = _compared_words(a, b)
+    if words is None:
+        return False
+    ca, cb = words
     return len(ca & cb) / len(ca | cb) >= SIMILAR_AT
 
 
@@ -238,13 +258,23 @@ def _validate_create(user: User, c: Classification, request_id: str) -> Validati
                 step="schon_vorhanden",
                 details={"directive_id": row.pk},
             )
-    similar = [row for row in active if is_similar(row.text, text)]
-    if similar:
-        row = similar[0]
+    same_rule = [row for row in active if is_same_rule(row.text, text)]
+    if same_rule:
+        row = same_rule[0]
         proposal = _proposal("update", row, request_id=request_id, text=text)
         proposal.question = duplicate_question(old_text=row.text, text=text)
         proposal.payload["duplicate"] = True
         return Validation(proposal=proposal, step="duplikat", details={"directive_id": row.pk})
+    similar = [row for row in active if is_similar(row.text, text)]
+    if similar:
+        # Similar rules coexist: "ja" adds the new one beside the old, "nein" adds nothing.
+        row = similar[0]
+        proposal = _proposal(
+            "create", None, request_id=request_id, text=text, context=c.kontext or ""
+        )
+        proposal.question = similar_question(old_text=row.text, text=text)
+        proposal.payload["similar_to"] = row.pk
+        return Validation(proposal=proposal, step="aehnlich", details={"directive_id": row.pk})
     restorable = selectors.inactive_restorable(user=user, limit=200)
     same = [r for r in restorable if is_same(r.text, text)] or [
         r for r in restorable if is_similar(r.text, text)
