@@ -1,4 +1,4 @@
-"""Routing benchmark (issue 12): the labelled German messages of
+"""Routing benchmark: the labelled German messages of
 ``directives/tests/routing_set.json`` through the router, offline and with the fake model.
 
 A message's predicted class is the router's route, and for the directives agent the action

@@ -166,7 +166,7 @@ CONSENT_PHRASES: tuple[tuple[str, ...], ...] = tuple(
     )
 )
 
-# Beyond the seed (issue 12: "sicher", "passt so" and their like): plain consents whose words
+# Beyond the seed ("sicher", "passt so" and their like): plain consents whose words
 # are not consent words on their own, accepted only as the WHOLE answer (words in this order,
 # nothing else but the signs of DROPPED_SIGNS). "sicher" stays out of CONSENT_WORDS ("ja
 # sicher", "sicher ist sicher" and "bist du sicher" still ask again), and "so" never becomes a

@@ -7,7 +7,7 @@ only thing that carries the provenance across into memory (seed 002 §1a.4).
 
 Each entry shows, right under its citation, the text of exactly the cited lines, line by line;
 the file's summary stands apart, after it, labelled as being about the whole file — so a model
-cannot attach one section's numbers to another section's citation (issue 9).
+cannot attach one section's numbers to another section's citation.
 """
 
 from __future__ import annotations

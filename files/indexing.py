@@ -2,7 +2,7 @@
 
 ``index_entry_refresh`` / ``index_entries_refresh`` are what the watcher, the test corpus
 (files/tests/corpus.py) and the benchmarks call, so every figure measured on an index is
-measured on the product's own rows (issue: truth pass). A file's learning step:
+measured on the product's own rows (on the product's own path). A file's learning step:
 
 1. twin detection: a file whose content hash is already learned in the root (moved, copied,
    come back) takes over that enrichment and those embeddings — no model call;

@@ -5,7 +5,7 @@ library use — never a second embedding of the same text). Hybrid search (``fil
 at most K files; for each, the best block (the one the block channels found, else the best of its
 block map) gives the citation (path:lines) and the excerpt: the text of exactly those lines,
 read through the resolved-path-checked reader (``files.reading``), line by line — CSV rows and
-list items stay separate lines (issue 9) — bounded by lines, never cut in the middle of a line
+list items stay separate lines — bounded by lines, never cut in the middle of a line
 but a very long one. The file's summary travels separately (``summary``): it is about the whole
 file, not about the cited lines.
 """

@@ -15,7 +15,7 @@ Two channels, fused by rank (RRF), never by averaging two scales:
 Both channels run twice: over the file rows (``IndexEntry``: topic embedding, whole text, the
 file's ~8 keywords) and over the block rows (``IndexBlock``: each section's own embedding, text
 and keywords; its heading counts as a keyword of the block, DESIGN.md "Files"), so a question can
-reach the section that answers it although the file's keywords never name it (issue 9: a note
+reach the section that answers it although the file's keywords never name it (a note
 with ``## Seladon``). The four ranked lists are collapsed per file and fused by RRF per file;
 the best block of a file (its own RRF over the two block lists) becomes the citation.
 
@@ -84,8 +84,8 @@ class SearchOutcome:
     query_lexemes: list[str] = field(default_factory=list)
 
 
-# Block floor of the packaged all-MiniLM-L6-v2 where the calibration row holds none (issue 9,
-# measured on bench/retrieval_set.json over bench/corpus, block text = heading + section):
+# Block floor of the packaged all-MiniLM-L6-v2 where the calibration row holds none
+# (measured on bench/retrieval_set.json over bench/corpus, block text = heading + section):
 # the twelve questions without a relevant file reach at most 0.529 (mean gap 0.13, at most
 # 0.23); 0.55 and a gap of 0.20 keep all of them out. A calibration row may carry its own
 # ``block_floor`` / ``block_margin`` in ``distributions``.

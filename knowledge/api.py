@@ -16,7 +16,7 @@ from rest_framework.views import APIView
 from knowledge import library, marks, selectors
 from knowledge.models import KnowledgeEdit, KnowledgeEntry
 from knowledge.tools import datei_lesen, knowledge_edit_undo
-from novaberg.api_errors import ApplicationError
+from novaberg.api_errors import ConflictError
 from novaberg.auth import request_user
 
 
@@ -212,9 +212,7 @@ class KnowledgeEditUndoApi(APIView):
             )
         result = knowledge_edit_undo(user=request_user(request), edit_id=edit.pk)
         if not result.ok:
-            raise ApplicationError(
-                result.message, step=str(result.step), status=str(result.status), http_status=409
-            )
+            raise ConflictError(result.message, step=str(result.step), status=str(result.status))
         return Response(
             UndoDoneSerializer(
                 {

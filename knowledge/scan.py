@@ -1,4 +1,4 @@
-"""The zone scan: a knowledge file changed or removed by hand is noticed (issue 14, "A file
+"""The zone scan: a knowledge file changed or removed by hand is noticed ("A file
 changed or removed by hand in the zone is noticed by the watcher").
 
 Per pair: every Markdown file of the pair's folder (hidden entries and links skipped, like every

@@ -39,16 +39,12 @@ class ApplicationError(Exception):
         *,
         step: str,
         status: str | None = None,
-        http_status: int | None = None,
     ) -> None:
         super().__init__(message)
         self.message = message
         self.step = step
         if status is not None:
             self.status = ErrorStatus(status)
-        # TODO: compatibility for files/services.py, which still passes HTTP codes; once it
-        # raises NotFoundError / ConflictError / RefusedError / ForbiddenError, drop this.
-        self.http_status = http_status
 
 
 class NotFoundError(ApplicationError):
@@ -94,8 +90,6 @@ class ErrorSerializer(serializers.Serializer[ApplicationError]):
 
 
 def http_status_of(exc: ApplicationError) -> int:
-    if exc.http_status is not None:
-        return exc.http_status
     for cls in type(exc).__mro__:
         if cls in HTTP_STATUS:
             return HTTP_STATUS[cls]

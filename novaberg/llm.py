@@ -357,7 +357,7 @@ _CONNECT_ERRORS = frozenset({"ConnectError"})
 def _before_generation(exc: BaseException) -> bool:
     """May this failure be retried? Only if no generation can have started: the connection was
     refused or timed out, or the server answered 429/5xx instead of tokens. A read timeout means
-    the model is generating (slowly) and a retry would only double the wait (issue 13)."""
+    the model is generating (slowly) and a retry would only double the wait."""
     import openai
 
     if isinstance(exc, openai.APIStatusError):
@@ -445,7 +445,7 @@ class OpenAIBackend:
         self.base_url = base_url
         # Local servers (Ollama, llama.cpp) accept any key, but the client refuses an empty one.
         # The client's own retries are off: it would also retry read timeouts of a generation
-        # (issue 13: 3 × 60 s per call); `_attempts` retries what is safe to retry.
+        # (3 × 60 s per call); `_attempts` retries what is safe to retry.
         self._client = openai.OpenAI(
             base_url=base_url,
             api_key=api_key or "not-needed",

@@ -63,7 +63,7 @@ def env_list(name: str, default: str = "") -> list[str]:
 
 
 def _fail(message: str) -> None:
-    # One clear line instead of a traceback (issue: failures name the service and the fix).
+    # One clear line instead of a traceback (failures name the service and the fix).
     print(f"novaberg: {message}", file=sys.stderr)
     raise SystemExit(2)
 
@@ -320,11 +320,11 @@ MAX_MESSAGE_CHARS = env_int("NOVABERG_MAX_MESSAGE_CHARS", 2000, minimum=1)
 PENDING_QUESTION_TTL_S = env_int("NOVABERG_PENDING_QUESTION_TTL_S", 3600, minimum=1)
 DIRECTIVES_BLOCK_BUDGET_CHARS = env_int("NOVABERG_DIRECTIVES_BLOCK_BUDGET", 4000, minimum=100)
 
-# --- directives (issue 3) ---------------------------------------------------------------------
+# --- directives ---------------------------------------------------------------------
 
-# --- files (issues 4 and 5) ---------------------------------------------------------------------
+# --- files ---------------------------------------------------------------------
 
-# Files II (issue 5): retrieval per turn and reads. The dense floor is calibrated per embedding
+# Files II: retrieval per turn and reads. The dense floor is calibrated per embedding
 # model (manage.py calibrate_floor -> RetrievalCalibration); this fallback holds only until then.
 # Measured with all-MiniLM-L6-v2 on German notes: unrelated questions reach 0.37-0.39.
 FILES_RETRIEVAL_K = env_int("NOVABERG_FILES_RETRIEVAL_K", 3, minimum=1)
@@ -370,7 +370,7 @@ CELERY_BEAT_SCHEDULE["files-reap-index-runs"] = {
     "schedule": FILES_RUN_REAP_EVERY_S,
 }
 
-# --- conversation (issue 6) ---------------------------------------------------------------------
+# --- conversation ---------------------------------------------------------------------
 
 # Short-term memory lives this long unless promoted; long-term memory does not expire.
 MEMORY_SHORT_TTL_DAYS = env_int("NOVABERG_MEMORY_SHORT_TTL_DAYS", 14, minimum=1)

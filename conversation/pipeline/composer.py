@@ -124,7 +124,7 @@ def run(state: TurnState) -> TurnState:
         )
         if empty and state.vector is not None and state.vector.vehicle == "schweigen":
             # seed 003 §2.1: the vehicle Schweigen — empty content on purpose is a short
-            # non-answer, not a failure of the model (issue 12).
+            # non-answer, not a failure of the model.
             state.extra["schweigen"] = True
             state.reply = SILENCE_TEXT
             if state.on_token is not None:

@@ -35,7 +35,7 @@ _LEAD_RE = re.compile(r"^\s*(nova\s*,\s*|bitte\s*,?\s*|hey\s*,?\s*)+", re.IGNORE
 
 _POLITE_RE = re.compile(r"(?:^|\s*,?\s+)bitte\b\s*,?", re.IGNORECASE)
 _WORD = r"[\wäöüßÄÖÜ-]+"
-# seed 000 §4.1 / issue 17: the rule is stored distilled, the person's imperative stays in the
+# seed 000 §4.1: the rule is stored distilled, the person's imperative stays in the
 # audit step (the classified step keeps the message). A small table for the common forms; a
 # form it does not know keeps the imperative without its lead and end signs.
 REWRITES: list[tuple[re.Pattern[str], str]] = [

@@ -38,7 +38,7 @@ def _record(result: reading.ReadResult) -> dict[str, Any]:
 
 def _found_entry(record: dict[str, Any]) -> str:
     """One search hit: its citation, then the cited lines themselves (line by line), then —
-    labelled as such — the summary of the whole file (issue 9: a section's citation must not
+    labelled as such — the summary of the whole file (a section's citation must not
     carry another section's content)."""
     label = " (archiviert — abgelöst, nicht geltend)" if record["archived"] else ""
     # Hit strength and channel stay in ``records`` (inspector, API); the text is read by a person.

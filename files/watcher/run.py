@@ -236,7 +236,7 @@ class _Run:
         for done, item in enumerate(found, start=1):
             try:
                 self.one_file(item, existing.get(item.rel_path))
-            except Exception as exc:  # one bad file must not end the run (issue: "go on")
+            except Exception as exc:  # one bad file must not end the run
                 logger.exception("watcher: unexpected failure on %s", item.rel_path)
                 self.present.add(item.rel_path)
                 self.error("unerwartet", item.rel_path, f"{type(exc).__name__}: {exc}")

@@ -1,11 +1,11 @@
 """Run rows: one ``IndexRun`` per watcher run, and the root's published copy of it.
 
-Issue 9: what a person sees of a run (progress, counts, start and end) always belongs to one
+What a person sees of a run (progress, counts, start and end) always belongs to one
 run. Every update writes the run row and the root's JSON fields (``progress``, ``last_counts``,
 ``last_run_*``, ``last_run``) in ONE transaction, so no reader sees the progress of one run
 next to the counts of another.
 
-Issue 10: the heartbeat moves with every progress update. A run whose heartbeat is older than
+The heartbeat moves with every progress update. A run whose heartbeat is older than
 ``FILES_RUN_STALE_AFTER_S`` *and* whose root lock is free (the PostgreSQL session lock of a dead
 worker goes with its connection) lost its worker: beat marks it ``neu_eingereiht`` with a German
 note and queues the root again, instead of waiting for the broker's visibility timeout.
