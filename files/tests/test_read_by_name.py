@@ -65,3 +65,42 @@ def test_is_there_a_file_named(indexed: None, api: APIClient, session: Session) 
     missing = _say(api, session, "Hast du eine Datei namens steuer.md?")
     assert missing["records"] == []
     assert "steuer.md" in missing["reply"] and "finde ich" in missing["reply"]
+
+
+# With a language model configured: the same sentences reach the read agent (the patterns are
+# the fast pre-filter), and what the agent read stands in the composer's [AUFGABE].
+@pytest.mark.parametrize(
+    ("text", "citation", "said"),
+    [
+        ("Lies mir plan.md vor", "plan.md:1-7", "Kisten packen am Freitag"),
+        ("Was steht in plan.md?", "plan.md:1-7", "Kisten packen am Freitag"),
+        (
+            "Lies mir den Abschnitt Glasurbrand aus brennkurven.md vor",
+            "toepfern/brennkurven.md:7-",
+            "1230 Grad",
+        ),
+        ("Hast du eine Datei namens plan.md?", "plan.md", "plan.md"),
+    ],
+)
+def test_by_name_with_a_model(
+    indexed: None,
+    fake_llm: Any,
+    api: APIClient,
+    session: Session,
+    text: str,
+    citation: str,
+    said: str,
+) -> None:
+    fake_llm.set_default("In deinen Unterlagen steht es so.")
+
+    answer = _say(api, session, text)
+
+    assert answer["status"] == "abgeschlossen"
+    assert answer["records"] and answer["records"][0]["citation"].startswith(citation)
+    composer = next(
+        fake_llm.system_prompt(i)
+        for i in range(len(fake_llm.chat_requests()))
+        if "[AUFGABE]" in fake_llm.system_prompt(i)
+    )
+    task = composer.split("[AUFGABE]", 1)[1]
+    assert said in task
