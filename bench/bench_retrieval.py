@@ -620,7 +620,7 @@ def main() -> None:
     print(quality_md, flush=True)
     scale_md, _ = scale_part()
     md = (
-        "## Retrieval per turn (files)\n\n"
+        "### Retrieval per turn (files)\n\n"
         + scale_md
         + "\n"
         + f"Embedding of the turn text (apart, {calibration_model()}, CPU): p50 "
