@@ -292,6 +292,12 @@ SPECTACULAR_SETTINGS = {
     "SERVE_INCLUDE_SCHEMA": False,
     # The schema names every endpoint and field: only a logged-in person reads it.
     "SERVE_PERMISSIONS": ["rest_framework.permissions.IsAuthenticated"],
+    # Two choice sets share the field name "state" (a root's and a watcher run's): each gets
+    # its own schema name instead of a generated one (drf_spectacular.W001).
+    "ENUM_NAME_OVERRIDES": {
+        "RootStateEnum": "files.models.FileRoot.State",
+        "IndexRunStateEnum": "files.models.IndexRun.State",
+    },
 }
 
 LOGIN_URL = "/login/"
