@@ -19,23 +19,10 @@ from directives.tribunal import TribunalResult
 from files.retrieval import RetrievalResult
 from novaberg import embeddings
 from tests.fakes.openai_server import FakeOpenAI
+from tests.records import RECORD
 
 pytestmark = pytest.mark.django_db
 
-RECORD = {
-    "path": "notizen/hausbau.md",
-    "lines": "3-7",
-    "citation": "notizen/hausbau.md:3-7",
-    "channel": "beide",
-    "strength": "stark",
-    "size": 2048,
-    "eigentum": "nutzer",
-    "archived": False,
-    "summary": "Termin mit dem Architekten Brenner am Donnerstag um 14 Uhr.",
-    "excerpt": "Donnerstag 14 Uhr: Architekt Brenner, Baustelle Lindenweg.",
-    "root_id": 1,
-    "cosine": 0.61,
-}
 # The forms of the other naming systems (seed 003 §2.2 names their mixing as a defect).
 OTHER_FORMS = re.compile(
     r"Person [AB]\b|^Person:|\b[Dd]ie Person\b|\bdieser Person\b|\bdir\b|\bdich\b|\bdein\w*\b|"

@@ -18,23 +18,10 @@ from conversation.pipeline.provenance import provenance_check
 from directives.tribunal import TribunalResult
 from files.retrieval import RetrievalResult
 from tests.fakes.openai_server import FakeOpenAI
+from tests.records import RECORD
 
 pytestmark = pytest.mark.django_db
 
-RECORD = {
-    "path": "notizen/hausbau.md",
-    "lines": "3-7",
-    "citation": "notizen/hausbau.md:3-7",
-    "channel": "beide",
-    "strength": "stark",
-    "size": 2048,
-    "eigentum": "nutzer",
-    "archived": False,
-    "summary": "Termin mit dem Architekten Brenner am Donnerstag um 14 Uhr.",
-    "excerpt": "Donnerstag 14 Uhr: Architekt Brenner, Baustelle Lindenweg.",
-    "root_id": 1,
-    "cosine": 0.61,
-}
 CONTENT = (
     "In deinen Unterlagen steht: Der Termin mit Brenner ist am Donnerstag um 14 Uhr "
     "(notizen/hausbau.md:3-7)."

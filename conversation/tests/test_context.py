@@ -19,21 +19,8 @@ from conversation.pipeline import run_turn
 from conversation.vocabulary import Status
 from novaberg import embeddings
 from tests.fakes.openai_server import FakeOpenAI
+from tests.records import RECORD
 
-RECORD = {
-    "path": "notizen/hausbau.md",
-    "lines": "3-7",
-    "citation": "notizen/hausbau.md:3-7",
-    "channel": "beide",
-    "strength": "stark",
-    "size": 2048,
-    "eigentum": "nutzer",
-    "archived": False,
-    "summary": "Termin mit dem Architekten Brenner am Donnerstag um 14 Uhr.",
-    "excerpt": "Donnerstag 14 Uhr: Architekt Brenner, Baustelle Lindenweg.",
-    "root_id": 1,
-    "cosine": 0.61,
-}
 KNOWLEDGE = "Brenner plant Häuser aus Lärchenholz; Fundament im März."
 
 
