@@ -16,7 +16,7 @@ import pytest
 from django.contrib.auth.models import User
 
 from conversation.models import Character
-from files.models import IndexEntry, IndexRun
+from files.models import FileRoot, IndexEntry, IndexRun
 from files.tasks import index_root
 from files.tests.watcher_helpers import index_snapshot, make_root, write
 from files.watcher import index_root_run
@@ -57,10 +57,9 @@ def _start_worker(log: Path) -> subprocess.Popen[bytes]:
     )  # fmt: skip
 
 
-@pytest.mark.django_db(transaction=True)
-def test_sigkill_mid_run_then_rerun_equals_a_clean_run(
-    tmp_path: Path, user: User, nova: Character
-) -> None:
+def _kill_worker_mid_run(tmp_path: Path, user: User, nova: Character) -> tuple[FileRoot, FileRoot]:
+    """Two roots over the same corpus; a worker of its own starts indexing the first and is
+    SIGKILLed after three files. Returns (the killed root, the untouched twin)."""
     killed_dir, clean_dir = tmp_path / "a", tmp_path / "b"
     _corpus(killed_dir)
     _corpus(clean_dir)
@@ -80,6 +79,14 @@ def test_sigkill_mid_run_then_rerun_equals_a_clean_run(
         if worker.poll() is None:
             worker.kill()
             worker.wait(10)
+    return root, clean
+
+
+@pytest.mark.django_db(transaction=True)
+def test_sigkill_mid_run_then_rerun_equals_a_clean_run(
+    tmp_path: Path, user: User, nova: Character
+) -> None:
+    root, clean = _kill_worker_mid_run(tmp_path, user, nova)
     partial = IndexEntry.objects.filter(root=root).count()
     assert 3 <= partial < FILES, "the kill must land in the middle of the run"
     # The dead worker's session lock goes with its connection; the rerun may have to wait a
@@ -162,25 +169,7 @@ def test_a_dead_workers_run_is_requeued_by_its_heartbeat_and_finished(
     """Issue 10: the message of a SIGKILLed worker stays unacked for the broker's visibility
     timeout; the run row's heartbeat stops, beat's reaper marks the run and queues the root
     again, and the suite's worker finishes it — no hour of "running"."""
-    killed_dir, clean_dir = tmp_path / "a", tmp_path / "b"
-    _corpus(killed_dir)
-    _corpus(clean_dir)
-    root = make_root(user, nova, killed_dir)
-    clean = make_root(user, nova, clean_dir)
-    worker = _start_worker(tmp_path / "worker.log")
-    try:
-        index_root.apply_async(args=(root.pk,), queue=QUEUE)
-        deadline = time.monotonic() + 120
-        while IndexEntry.objects.filter(root=root).count() < 3:
-            assert worker.poll() is None, (tmp_path / "worker.log").read_text()[-2000:]
-            assert time.monotonic() < deadline, "the worker never started indexing"
-            time.sleep(0.1)
-        worker.send_signal(signal.SIGKILL)
-        worker.wait(10)
-    finally:
-        if worker.poll() is None:
-            worker.kill()
-            worker.wait(10)
+    root, clean = _kill_worker_mid_run(tmp_path, user, nova)
     dead = IndexRun.objects.get(root=root)
     assert dead.state == IndexRun.State.RUNNING  # what the page showed for an hour before
     # Beat runs the reaper every 15 s with a 45 s threshold; here the threshold is 1 s.
