@@ -26,6 +26,9 @@ class Status(StrEnum):
     # outside the boundary (step names which).
     REJECTED = "rejected"
     FAILED = "fehler"
+    # The turn ended before its last node: the person pressed Stop or the client went away
+    # (step ``stopp`` / ``verbindung_getrennt``); what had been said so far is kept.
+    CANCELLED = "abgebrochen"
 
 
 STATUS_LABELS: Mapping[Status, str] = {
@@ -35,6 +38,7 @@ STATUS_LABELS: Mapping[Status, str] = {
     Status.DISMISSED: "verworfen",
     Status.REJECTED: "abgewiesen",
     Status.FAILED: "Fehler",
+    Status.CANCELLED: "abgebrochen",
 }
 
 
