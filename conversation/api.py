@@ -3,15 +3,17 @@ requesting person, call one service, serialise with a declared serializer."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import queue
 import threading
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from django.contrib.auth.models import User
+from django.core.handlers.asgi import ASGIRequest
 from django.db import connection
 from django.http import Http404, StreamingHttpResponse
 from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_field
@@ -24,8 +26,9 @@ from conversation import selectors, services
 from conversation.models import Session, Turn
 from conversation.pipeline import TurnResult, run_turn
 from conversation.pipeline.runner import check_input
+from conversation.pipeline.state import STOP_DISCONNECTED, TurnCancel
 from conversation.vocabulary import Status
-from novaberg.api_errors import BusyError, ErrorSerializer
+from novaberg.api_errors import ApplicationError, BusyError, ErrorSerializer, NotFoundError
 from novaberg.auth import request_user
 
 logger = logging.getLogger(__name__)
@@ -64,10 +67,29 @@ class SessionIdSerializer(serializers.Serializer[Session]):
     id = serializers.IntegerField()
 
 
-class SessionListSerializer(serializers.Serializer):
+class SessionListSerializer(serializers.Serializer[Session]):
     id = serializers.IntegerField()
-    title = serializers.CharField()
+    title = serializers.SerializerMethodField(
+        help_text="her own title, else the automatic one from her first message"
+    )
     updated_at = serializers.DateTimeField()
+    # Additive: whether the title is the automatic one, and the search hit (with ?q=).
+    title_auto = serializers.SerializerMethodField()
+    match = serializers.SerializerMethodField(help_text="with ?q=: an excerpt around the hit")
+
+    def get_title(self, session: Session) -> str:
+        return selectors.session_title(session)
+
+    def get_title_auto(self, session: Session) -> bool:
+        return not session.title.strip()
+
+    def get_match(self, session: Session) -> str:
+        query = self.context.get("query", "")
+        return selectors.match_snippet(getattr(session, "match_text", None), query)
+
+
+SESSION_LIST_LIMIT = 100
+SEARCH_MAX_CHARS = 200
 
 
 class SessionCreateApi(APIView):
@@ -76,10 +98,68 @@ class SessionCreateApi(APIView):
         session = services.session_create(user=request_user(request))
         return Response(SessionIdSerializer(session).data, status=status.HTTP_201_CREATED)
 
-    @extend_schema(responses={200: SessionListSerializer(many=True)})
+    @extend_schema(
+        parameters=[
+            OpenApiParameter(
+                "q", str, required=False, description="only chats whose title or text has it"
+            )
+        ],
+        responses={200: SessionListSerializer(many=True), 400: ErrorSerializer},
+    )
     def get(self, request: Request) -> Response:
-        rows = selectors.session_list(user=request_user(request))[:100]
-        return Response(SessionListSerializer(rows, many=True).data)
+        query = (request.query_params.get("q") or "").strip()
+        if "\x00" in query:
+            raise ApplicationError(
+                "Die Suche darf kein Nullzeichen (NUL) enthalten.", step="anfrage_unlesbar"
+            )
+        if len(query) > SEARCH_MAX_CHARS:
+            raise ApplicationError(
+                f"Die Suche darf höchstens {SEARCH_MAX_CHARS} Zeichen lang sein.",
+                step="anfrage_zu_lang",
+            )
+        rows = selectors.session_list(user=request_user(request), query=query)
+        return Response(
+            SessionListSerializer(
+                rows[:SESSION_LIST_LIMIT], many=True, context={"query": query}
+            ).data
+        )
+
+
+class SessionRenameSerializer(serializers.Serializer[dict[str, str]]):
+    title = serializers.CharField(
+        allow_blank=True,
+        trim_whitespace=False,
+        help_text="empty: the automatic title from her first message again",
+    )
+
+
+class SessionDetailApi(APIView):
+    """One chat of the person: read, rename (``PATCH {title}``), delete."""
+
+    @extend_schema(responses={200: SessionListSerializer, 404: ErrorSerializer})
+    def get(self, request: Request, session_id: int) -> Response:
+        session = selectors.session_get(user=request_user(request), session_id=session_id)
+        if session is None:
+            raise NotFoundError("Dieses Gespräch gibt es nicht.", step="gespraech_unbekannt")
+        return Response(SessionListSerializer(session).data)
+
+    @extend_schema(
+        request=SessionRenameSerializer,
+        responses={200: SessionListSerializer, 400: ErrorSerializer, 404: ErrorSerializer},
+    )
+    def patch(self, request: Request, session_id: int) -> Response:
+        data = SessionRenameSerializer(data=request.data)
+        if not data.is_valid():
+            raise ApplicationError("Der neue Titel fehlt (Feld „title“).", step="kein_titel")
+        session = services.session_rename(
+            user=request_user(request), session_id=session_id, title=data.validated_data["title"]
+        )
+        return Response(SessionListSerializer(session).data)
+
+    @extend_schema(request=None, responses={204: None, 404: ErrorSerializer})
+    def delete(self, request: Request, session_id: int) -> Response:
+        services.session_delete(user=request_user(request), session_id=session_id)
+        return Response(status=status.HTTP_204_NO_CONTENT)
 
 
 class RecordSerializer(serializers.Serializer):
@@ -175,8 +255,11 @@ class MessageCreateApi(APIView):
         data.is_valid(raise_exception=True)
         text = data.validated_data["text"]
         if request.query_params.get("stream") in {"1", "true", "ja"}:
+            # Under ASGI (daphne) the lines go out as an async iterator: Django would read a
+            # sync one to its end before sending a byte, and a client gone would go unnoticed.
+            asgi = isinstance(request._request, ASGIRequest)
             response = StreamingHttpResponse(
-                _stream_turn(user, session, text), content_type="application/x-ndjson"
+                _stream_turn(user, session, text, asgi=asgi), content_type="application/x-ndjson"
             )
             response["Cache-Control"] = "no-cache"
             response["X-Accel-Buffering"] = "no"
@@ -191,15 +274,21 @@ def reply_payload(result: TurnResult) -> dict[str, Any]:
 
 
 _END = object()
+STREAM_POLL_S = 0.02
 
 
-def _stream_turn(user: User, session: Session, text: str) -> Iterator[bytes]:
+def _stream_turn(
+    user: User, session: Session, text: str, *, asgi: bool = False
+) -> Iterator[bytes] | AsyncIterator[bytes]:
     """Runs the turn in the bounded stream pool (its own DB connection) and yields its tokens
-    as they come. A client that goes away does not stop the turn: it finishes and is stored.
-    Raises ``BusyError`` before anything runs when every worker and waiting place is taken."""
+    as they come. A client that goes away cancels the turn (its model call is closed
+    upstream; the turn is stored ``abgebrochen`` with what had been said), as far as the
+    server tells: daphne does, a WSGI server when its write fails. Raises ``BusyError``
+    before anything runs when every worker and waiting place is taken."""
     if not _stream_slots.acquire(blocking=False):
         raise BusyError(BUSY_TEXT, step="ausgelastet")
     events: queue.Queue[object] = queue.Queue()
+    cancel = TurnCancel()
 
     def work() -> None:
         try:
@@ -209,6 +298,7 @@ def _stream_turn(user: User, session: Session, text: str) -> Iterator[bytes]:
                 session=session,
                 text=text,
                 on_token=lambda token: events.put({"type": "token", "text": token}),
+                cancel=cancel,
             )
             events.put({"type": "done", **reply_payload(result)})
         except Exception:
@@ -220,12 +310,45 @@ def _stream_turn(user: User, session: Session, text: str) -> Iterator[bytes]:
             events.put(_END)
 
     _stream_pool.submit(work)
-    return _events(events)
+    return _async_events(events, cancel) if asgi else _events(events, cancel)
 
 
-def _events(events: queue.Queue[object]) -> Iterator[bytes]:
-    while (event := events.get()) is not _END:
-        yield (json.dumps(event, ensure_ascii=False) + "\n").encode()
+def _line(event: object) -> bytes:
+    return (json.dumps(event, ensure_ascii=False) + "\n").encode()
+
+
+def _events(events: queue.Queue[object], cancel: TurnCancel) -> Iterator[bytes]:
+    ended = False
+    try:
+        while (event := events.get()) is not _END:
+            yield _line(event)
+        ended = True
+    finally:
+        if not ended:  # the server closed the iterator early: the client is gone
+            cancel.stop(STOP_DISCONNECTED)
+
+
+async def _async_events(events: queue.Queue[object], cancel: TurnCancel) -> AsyncIterator[bytes]:
+    ended = False
+    try:
+        # Polled, not a blocking get in a thread: no thread waits per stream, and when the
+        # client leaves Django cancels this task at once (the turn is stopped below).
+        while True:
+            try:
+                event = events.get_nowait()
+            except queue.Empty:
+                await asyncio.sleep(STREAM_POLL_S)
+                continue
+            if event is _END:
+                break
+            yield _line(event)
+        ended = True
+    finally:
+        if not ended:
+            logger.info(
+                "streamed turn: client gone", extra={"outcome": "abgebrochen", "step": "getrennt"}
+            )
+            cancel.stop(STOP_DISCONNECTED)
 
 
 class PipelineLogSerializer(serializers.Serializer):

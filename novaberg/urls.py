@@ -6,13 +6,19 @@ from drf_spectacular.views import SpectacularAPIView
 
 from conversation import api as conversation_api
 from conversation.views import admin_login
-from novaberg.health import healthz
+from novaberg.health import LlmStatusApi, healthz
 from novaberg.login_throttle import TokenLoginApi
 
 api_patterns: list[URLPattern | URLResolver] = [
     path("auth/token/", TokenLoginApi.as_view(), name="api-token"),
+    path("llm/status/", LlmStatusApi.as_view(), name="api-llm-status"),
     path("schema/", SpectacularAPIView.as_view(), name="api-schema"),
     path("sessions/", conversation_api.SessionCreateApi.as_view(), name="api-sessions"),
+    path(
+        "sessions/<int:session_id>/",
+        conversation_api.SessionDetailApi.as_view(),
+        name="api-session",
+    ),
     path(
         "sessions/<int:session_id>/messages/",
         conversation_api.MessageCreateApi.as_view(),
@@ -36,6 +42,7 @@ urlpatterns = [
     path("api/", include(api_patterns)),
     path("", include("files.urls")),
     path("", include("knowledge.urls")),
+    path("", include("directives.urls")),
     path("", include("conversation.urls")),
 ]
 
