@@ -15,7 +15,10 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from directives import selectors, services
+from conversation import address
+from conversation.agents import AgentResult
+from conversation.vocabulary import Status
+from directives import proposals, selectors, services
 from directives.models import Directive
 from novaberg.api_errors import (
     ApplicationError,
@@ -212,3 +215,116 @@ class DirectiveHistoryApi(APIView):
         steps = selectors.steps_for(user=user, directive_ids=[r.pk for r in chain])
         history = {"id": directive_id, "chain": chain, "steps": steps}
         return Response(DirectiveHistorySerializer(history).data)
+
+
+# -- the rules page: changes through the chat's question and gate (directives/proposals.py) ---
+
+
+class ProposalCreateSerializer(serializers.Serializer[dict[str, Any]]):
+    action = serializers.ChoiceField(choices=list(proposals.ACTIONS))
+    directive_id = serializers.IntegerField(required=False, allow_null=True, min_value=1)
+    text = serializers.CharField(
+        required=False, allow_blank=True, default="", max_length=services.MAX_TEXT_CHARS
+    )
+    context = serializers.CharField(  # type: ignore[assignment]  # a field, not Field.context
+        required=False, allow_blank=True, default="", max_length=services.MAX_TEXT_CHARS
+    )
+
+
+class ProposalAnswerSerializer(serializers.Serializer[dict[str, Any]]):
+    confirm = serializers.BooleanField()
+
+
+class ProposalSerializer(serializers.Serializer[AgentResult]):
+    """What the gate answered: the open question word for word (``rueckfrage``), or a result."""
+
+    status = serializers.CharField()
+    step = serializers.CharField()
+    text = serializers.CharField()
+    question = serializers.CharField(allow_null=True)
+    pending_id = serializers.SerializerMethodField()
+    action = serializers.SerializerMethodField()
+    directive_id = serializers.SerializerMethodField()
+
+    def get_pending_id(self, result: AgentResult) -> int | None:
+        value = result.data.get("pending_id")
+        return int(value) if isinstance(value, int) else None
+
+    def get_action(self, result: AgentResult) -> str | None:
+        value = result.data.get("action")
+        return str(value) if value else None
+
+    def get_directive_id(self, result: AgentResult) -> int | None:
+        value = result.data.get("directive_id")
+        return int(value) if isinstance(value, int) else None
+
+
+def _shown(request: Request, result: AgentResult) -> AgentResult:
+    """Nova's own sentences in the person's form of address; the question stays word for word
+    as it is stored (it is what her consent refers to)."""
+    if result.status != Status.QUESTION:
+        result.text = address.for_person(result.text, user=request_user(request))
+    return result
+
+
+class ProposalCreateApi(APIView):
+    @extend_schema(
+        request=ProposalCreateSerializer,
+        responses={
+            201: ProposalSerializer,
+            200: ProposalSerializer,
+            400: ErrorSerializer,
+            404: ErrorSerializer,
+        },
+        description=(
+            "Opens the same confirmation question the chat would ask (201, status rueckfrage); "
+            "nothing is written before POST …/proposals/{id}/answer/ with confirm true. 200: "
+            "nothing to ask (already so); 404: the rule is not the person's or missing."
+        ),
+    )
+    def post(self, request: Request) -> Response:
+        data = ProposalCreateSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        values = data.validated_data
+        result = proposals.proposal_open(
+            user=request_user(request),
+            order=proposals.Order(
+                action=values["action"],
+                directive_id=values.get("directive_id"),
+                text=values["text"],
+                context=values["context"],
+            ),
+        )
+        result = _shown(request, result)
+        if result.status == Status.FAILED:
+            error = NotFoundError if result.step == "nicht_gefunden" else ApplicationError
+            raise error(result.text, step=result.step)
+        code = status.HTTP_201_CREATED if result.status == Status.QUESTION else status.HTTP_200_OK
+        return Response(ProposalSerializer(result).data, status=code)
+
+
+class ProposalAnswerApi(APIView):
+    @extend_schema(
+        request=ProposalAnswerSerializer,
+        responses={200: ProposalSerializer, 400: ErrorSerializer, 404: ErrorSerializer},
+        description=(
+            "confirm true: the consent click, read by the gate like a typed 'Ja' (executes, "
+            "verified and audited); confirm false: 'Abbrechen' (dismissed, nothing changes). "
+            "A question answered before or expired answers status fehler, nothing executes."
+        ),
+    )
+    def post(self, request: Request, pending_id: int) -> Response:
+        data = ProposalAnswerSerializer(data=request.data)
+        if not data.is_valid():
+            raise ApplicationError(
+                "Die Antwort braucht confirm: true (zustimmen) oder false (abbrechen).",
+                step="antwort_unlesbar",
+            )
+        result = proposals.proposal_answer(
+            user=request_user(request),
+            pending_id=pending_id,
+            consent=data.validated_data["confirm"],
+        )
+        if result is None:
+            raise Http404
+        return Response(ProposalSerializer(_shown(request, result)).data)

@@ -12,4 +12,11 @@ urlpatterns: list[URLPattern | URLResolver] = [
         api.DirectiveHistoryApi.as_view(),
         name="directive-history",
     ),
+    # The rules page: the chat's confirmation question and gate (directives/proposals.py).
+    path("directives/proposals/", api.ProposalCreateApi.as_view(), name="directive-proposals"),
+    path(
+        "directives/proposals/<int:pending_id>/answer/",
+        api.ProposalAnswerApi.as_view(),
+        name="directive-proposal-answer",
+    ),
 ]

@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 
 from django.contrib.auth.models import User
 from django.db.models import Q, QuerySet
+from django.utils import timezone
 
+from conversation.models import PendingQuestion
+from conversation.vocabulary import QuestionStatus
 from directives.models import Directive, DirectiveStep
 
 # Words that say nothing about which directive is meant ("Vergiss die Siez-Regel").
@@ -125,3 +129,90 @@ def steps_for(*, user: User, directive_ids: list[int]) -> QuerySet[DirectiveStep
     return DirectiveStep.objects.filter(user=user, directive_id__in=directive_ids).order_by(
         "created_at", "id"
     )
+
+
+def pending_get(*, user: User, pending_id: int) -> PendingQuestion | None:
+    """One of the person's questions of the directives agent (any state), or None."""
+    return (
+        PendingQuestion.objects.select_related("character", "session")
+        .filter(pk=pending_id, user=user, agent="directives")
+        .first()
+    )
+
+
+def pending_open(*, user: User) -> PendingQuestion | None:
+    """The person's newest open, unexpired directives question, in whichever conversation."""
+    return (
+        PendingQuestion.objects.filter(
+            user=user,
+            agent="directives",
+            status=QuestionStatus.OPEN,
+            expires_at__gt=timezone.now(),
+        )
+        .order_by("-created_at", "-id")
+        .first()
+    )
+
+
+@dataclass
+class RuleCard:
+    """One rule as the rules page shows it: its current row, its update chain (oldest first)
+    and every audit step of the requests that touched the chain (oldest first)."""
+
+    row: Directive
+    chain: list[Directive]
+    steps: list[DirectiveStep]
+
+
+def _chains(rows: list[Directive]) -> dict[int, list[Directive]]:
+    """Each row's chain, keyed by the chain's newest row id; ``replaces`` points back."""
+    by_id = {row.pk: row for row in rows}
+    successor: dict[int, Directive] = {}
+    for row in rows:
+        if row.replaces_id is not None and row.replaces_id in by_id:
+            successor.setdefault(row.replaces_id, row)
+    chains: dict[int, list[Directive]] = {}
+    for row in rows:
+        if row.pk in successor:
+            continue  # not the newest of its chain
+        chain = [row]
+        seen = {row.pk}
+        while chain[0].replaces_id in by_id and chain[0].replaces_id not in seen:
+            previous = by_id[chain[0].replaces_id]
+            seen.add(previous.pk)
+            chain.insert(0, previous)
+        chains[row.pk] = chain
+    return chains
+
+
+def rule_cards(*, user: User) -> tuple[list[RuleCard], list[RuleCard]]:
+    """(active rules, inactive rules) of the person, each with its history: three queries.
+
+    A rule that was replaced by an update is a former wording of its successor, not a rule of
+    its own; an inactive rule is one whose newest row was deleted."""
+    rows = list(Directive.objects.filter(user=user).order_by("created_at", "id"))
+    chains = _chains(rows)
+    ids = [row.pk for row in rows]
+    touching = DirectiveStep.objects.filter(user=user, directive_id__in=ids)
+    request_ids = set(touching.values_list("request_id", flat=True))
+    steps = list(
+        DirectiveStep.objects.filter(user=user)
+        .filter(Q(directive_id__in=ids) | Q(request_id__in=request_ids))
+        .order_by("created_at", "id")
+    )
+    by_request: dict[str, set[int]] = {}
+    for step in steps:
+        if step.directive_id is not None:
+            by_request.setdefault(step.request_id, set()).add(step.directive_id)
+    active: list[RuleCard] = []
+    inactive: list[RuleCard] = []
+    for chain in chains.values():
+        chain_ids = {row.pk for row in chain}
+        card = RuleCard(
+            row=chain[-1],
+            chain=chain,
+            steps=[s for s in steps if by_request.get(s.request_id, set()) & chain_ids],
+        )
+        (active if card.row.active else inactive).append(card)
+    inactive.sort(key=lambda c: (c.row.changed_at or c.row.created_at, c.row.pk), reverse=True)
+    return active, inactive
