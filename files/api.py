@@ -15,7 +15,7 @@ from rest_framework.views import APIView
 from conversation.services import character_default
 from conversation.vocabulary import Status
 from files import selectors, services
-from files.boundary import root_path_still_valid
+from files.boundary import RootPathCheck, root_path_still_valid
 from files.models import FileRoot, IndexRun
 from novaberg.api_errors import ErrorSerializer
 from novaberg.auth import request_user
@@ -27,6 +27,13 @@ class ProgressSerializer(serializers.Serializer[dict[str, Any]]):
     running = serializers.BooleanField()
 
 
+class SkippedFileSerializer(serializers.Serializer[dict[str, str]]):
+    """One skipped file by name (the first 200 of a run or a dry run; the counts are complete)."""
+
+    path = serializers.CharField()
+    reason = serializers.CharField(help_text="verborgen, binaer, zu_gross, format, …")
+
+
 class CountsSerializer(serializers.Serializer[dict[str, Any]]):
     """Counts of the root's last watcher run."""
 
@@ -35,6 +42,7 @@ class CountsSerializer(serializers.Serializer[dict[str, Any]]):
     unchanged = serializers.IntegerField()
     gone = serializers.IntegerField()
     skipped = serializers.DictField(child=serializers.IntegerField(), help_text="{reason: n}")
+    skipped_files = SkippedFileSerializer(many=True)
     errors = serializers.IntegerField()  # type: ignore[assignment]  # a field, not .errors
     error_steps = serializers.DictField(child=serializers.IntegerField(), help_text="{step: n}")
     notes = serializers.DictField(child=serializers.IntegerField(), help_text="{note: n}")
@@ -66,28 +74,35 @@ class RootSerializer(serializers.Serializer):
     progress = serializers.SerializerMethodField()
     counts = serializers.SerializerMethodField()
     problem = serializers.SerializerMethodField()
+    missing = serializers.SerializerMethodField()
     last_error = serializers.SerializerMethodField()
     last_run_finished_at = serializers.DateTimeField(allow_null=True)
     run = RunSerializer(source="last_run", allow_null=True, read_only=True)
     created_at = serializers.DateTimeField()
 
-    def _fence(self, root: FileRoot) -> dict[str, str] | None:
+    def _check(self, root: FileRoot) -> RootPathCheck:
         # DESIGN.md "Files": the boundary and the resolved path are checked again; the answer
         # says why a root is not followed, even before the next read or watcher run.
         # One check per root and answer (a many=True child serializes every root).
-        cache: dict[int, dict[str, str] | None] = self.__dict__.setdefault("_fence_cache", {})
+        cache: dict[int, RootPathCheck] = self.__dict__.setdefault("_fence_cache", {})
         if root.pk not in cache:
             asking = self.context.get("user")
             user = asking if asking is not None and asking.pk == root.user_id else root.user
-            fence = root_path_still_valid(root, user=user)
-            cache[root.pk] = (
-                {"step": fence.outcome, "reason": fence.reason} if fence.refused else None
-            )
+            cache[root.pk] = root_path_still_valid(root, user=user)
         return cache[root.pk]
+
+    def _fence(self, root: FileRoot) -> dict[str, str] | None:
+        fence = self._check(root)
+        return {"step": fence.outcome, "reason": fence.reason} if fence.refused else None
 
     @extend_schema_field(RootProblemSerializer(allow_null=True))
     def get_problem(self, root: FileRoot) -> dict[str, str] | None:
         return self._fence(root)
+
+    @extend_schema_field(serializers.BooleanField(help_text="the folder is gone right now"))
+    def get_missing(self, root: FileRoot) -> bool:
+        # Checked live, like ``problem``: the page shows a vanished folder before the next run.
+        return self._check(root).outcome == "fehlt"
 
     @extend_schema_field(serializers.CharField(allow_blank=True))
     def get_last_error(self, root: FileRoot) -> str:
@@ -112,6 +127,7 @@ class RootSerializer(serializers.Serializer):
             "unchanged": counts.get("unchanged", 0),
             "gone": counts.get("gone", 0),
             "skipped": counts.get("skipped", {}),
+            "skipped_files": counts.get("skipped_files", []),
             "errors": counts.get("errors", 0),
             "error_steps": counts.get("error_steps", {}),
             "notes": counts.get("notes", {}),
@@ -134,6 +150,7 @@ class ReleasePreviewSerializer(serializers.Serializer[dict[str, Any]]):
     file_count = serializers.IntegerField()
     total_bytes = serializers.IntegerField()
     skipped = serializers.DictField(child=serializers.IntegerField(), help_text="{reason: n}")
+    skipped_files = SkippedFileSerializer(many=True)
     eigentum = serializers.ChoiceField(choices=FileRoot.Eigentum.choices)
     status = serializers.ChoiceField(choices=[Status.QUESTION.value])
 
@@ -202,6 +219,7 @@ class RootListCreateApi(APIView):
             "file_count": preview.dry_run.get("files", 0),
             "total_bytes": preview.dry_run.get("total_bytes", 0),
             "skipped": preview.dry_run.get("skipped", {}),
+            "skipped_files": preview.dry_run.get("skipped_files", []),
             "eigentum": root.eigentum,
             "status": Status.QUESTION.value,
         }

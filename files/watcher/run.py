@@ -168,6 +168,7 @@ class _Run:
         self.on_progress = on_progress
         self.counts = empty_counts()
         self.skipped: Counter[str] = Counter()
+        self.skipped_files: list[dict[str, str]] = []
         self.error_steps: Counter[str] = Counter()
         self.notes: Counter[str] = Counter()
         self.present: set[str] = set()
@@ -182,6 +183,7 @@ class _Run:
         """The counts so far, in the published shape (progress and counts go out together)."""
         counts = dict(self.counts)
         counts["skipped"] = dict(sorted(self.skipped.items()))
+        counts["skipped_files"] = list(self.skipped_files)
         counts["error_steps"] = dict(sorted(self.error_steps.items()))
         counts["errors"] = sum(self.error_steps.values())
         counts["notes"] = dict(sorted(self.notes.items()))
@@ -201,6 +203,11 @@ class _Run:
             )
         if self.on_progress is not None:
             self.on_progress(done, total)
+
+    def skip(self, rel_path: str, reason: str) -> None:
+        self.skipped[reason] += 1
+        if len(self.skipped_files) < scan.SKIPPED_LISTED:
+            self.skipped_files.append({"path": rel_path, "reason": reason})
 
     def error(self, step: str, rel_path: str, message: str) -> None:
         self.error_steps[step] += 1
@@ -224,7 +231,7 @@ class _Run:
         found = [i for i in items if isinstance(i, scan.Found)]
         for item in items:
             if isinstance(item, scan.Skip):
-                self.skipped[item.reason] += 1
+                self.skip(item.rel_path, item.reason)
         existing: dict[str, Known] = {
             row[0]: Known(*row[1:])
             for row in IndexEntry.objects.filter(root=self.root).values_list(
@@ -263,11 +270,11 @@ class _Run:
         try:
             digest, data = _read_and_hash(item, self.max_bytes)
         except _TooLarge:
-            self.skipped[scan.TOO_LARGE] += 1
+            self.skip(item.rel_path, scan.TOO_LARGE)
             return
         except FileNotFoundError:
             # Deleted between the walk and the read: it is gone, marked at the end.
-            self.skipped[scan.VANISHED] += 1
+            self.skip(item.rel_path, scan.VANISHED)
             return
         except PermissionError as exc:
             self.present.add(item.rel_path)
@@ -286,7 +293,7 @@ class _Run:
             parsed = parser.parse(data)
         except ParseError as exc:
             if exc.step == "binaer":
-                self.skipped[scan.BINARY] += 1
+                self.skip(item.rel_path, scan.BINARY)
                 return
             self.present.add(item.rel_path)
             self.error(exc.step, item.rel_path, exc.message)

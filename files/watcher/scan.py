@@ -32,6 +32,8 @@ VANISHED = "verschwunden"
 UNREADABLE = "nicht_lesbar"
 ODD_NAME = "pfad_unlesbar"
 NOT_A_FILE = "keine_datei"
+# How many skipped files a dry run or a watcher run names one by one (the counts stay complete).
+SKIPPED_LISTED = 200
 
 
 class RootMissing(Exception):
@@ -171,6 +173,8 @@ class DryRun:
     files: int = 0
     total_bytes: int = 0
     skipped: dict[str, int] = field(default_factory=dict)
+    # The first SKIPPED_LISTED skipped files by name: [{"path", "reason"}] (the page lists them).
+    skipped_files: list[dict[str, str]] = field(default_factory=list)
     root_missing: bool = False
 
     def as_json(self) -> dict[str, object]:
@@ -179,6 +183,7 @@ class DryRun:
             "files": self.files,
             "total_bytes": self.total_bytes,
             "skipped": dict(self.skipped),
+            "skipped_files": list(self.skipped_files),
         }
 
 
@@ -199,12 +204,18 @@ def dry_run(
     """What indexing ``root`` would do, without writing anything anywhere."""
     result = DryRun(str(root))
     skipped: Counter[str] = Counter()
+
+    def skip(rel_path: str, reason: str) -> None:
+        skipped[reason] += 1
+        if len(result.skipped_files) < SKIPPED_LISTED:
+            result.skipped_files.append({"path": rel_path, "reason": reason})
+
     try:
         for item in walk(root, include=include, exclude=exclude, max_bytes=max_bytes):
             if isinstance(item, Skip):
-                skipped[item.reason] += 1
+                skip(item.rel_path, item.reason)
             elif item.format not in {"pdf", "docx"} and _head_is_binary(item):
-                skipped[BINARY] += 1
+                skip(item.rel_path, BINARY)
             else:
                 result.files += 1
                 result.total_bytes += item.size
