@@ -176,6 +176,79 @@ def ensure_demo_user(password: str, env: Mapping[str, str]) -> None:
     )
 
 
+# `make run` without NOVABERG_FILES_BOUNDARY: a boundary inside the data folder with a sample
+# folder of German notes, so a first try can release a folder at once. The launcher writes the
+# sample before anything is released; the file service never writes into a released folder.
+SAMPLE_SOURCE = BASE_DIR / "novaberg" / "sample_folder"
+BOUNDARY_DIR_NAME = "ordner"
+SAMPLE_NAME = "beispiel-notizen"  # files/views.py SAMPLE_FOLDER offers it on the folders page
+SAMPLE_MARKER = "beispiel-notizen-angelegt"
+
+
+@dataclass(frozen=True)
+class BoundarySetup:
+    env: dict[str, str]  # what the children get on top of the launcher's environment
+    line: str  # the line of the ready banner that says what can be released
+    sample: Path | None = None
+
+
+def sample_folder_copy_once(data: Path, target: Path) -> bool:
+    """Copy the sample notes into ``target`` once per data folder: a marker in the data folder
+    (outside the boundary) remembers it, so a note the person changed or deleted is never
+    written again; an existing file is never overwritten (O_EXCL)."""
+    marker = data / SAMPLE_MARKER
+    if marker.exists():
+        return False
+    target.mkdir(parents=True, exist_ok=True)
+    for source in sorted(SAMPLE_SOURCE.iterdir()):
+        if not source.is_file():
+            continue
+        try:
+            fd = os.open(target / source.name, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+        except FileExistsError:
+            continue
+        with os.fdopen(fd, "wb") as out:
+            out.write(source.read_bytes())
+    marker.write_text(f"{target}\n")
+    return True
+
+
+def files_boundary_default(data: Path, environ: Mapping[str, str] | None = None) -> BoundarySetup:
+    """NOVABERG_FILES_BOUNDARY for `make run`: as given when set (also when set empty: then
+    nothing can be released, on purpose), else ``<data>/ordner`` with the sample folder."""
+    environ = os.environ if environ is None else environ
+    if "NOVABERG_FILES_BOUNDARY" in environ:
+        given = environ["NOVABERG_FILES_BOUNDARY"].strip()
+        if not given:
+            return BoundarySetup(
+                {}, "NOVABERG_FILES_BOUNDARY ist leer: kein Ordner ist freigebbar."
+            )
+        return BoundarySetup({}, f"Freigeben lässt sich, was hier liegt: {given}")
+    boundary = (data / BOUNDARY_DIR_NAME).resolve()
+    boundary.mkdir(parents=True, exist_ok=True)
+    sample = boundary / SAMPLE_NAME
+    sample_folder_copy_once(data, sample)
+    line = f"Erlaubter Bereich für Ordner: {boundary}"
+    if sample.is_dir():
+        line += f"; zum Ausprobieren: {sample}"
+    return BoundarySetup({"NOVABERG_FILES_BOUNDARY": str(boundary)}, line, sample)
+
+
+def ready_banner(url: str, password: str, *, password_source: str, boundary_line: str) -> str:
+    """The last lines of `make run` once it serves: URL and login, framed, so they are found
+    at a glance under the start-up log."""
+    lines = [
+        f"Nova läuft: {url}",
+        f"Login: {DEMO_USER} / {password}  ({password_source})",
+        boundary_line,
+        "Ctrl-C beendet alles; `make stop` stoppt übrig gebliebene Datenbankserver.",
+    ]
+    width = max(len(line) for line in lines)
+    rule = "═" * (width + 2)
+    body = [f"║ {line.ljust(width)} ║" for line in lines]
+    return "\n".join([f"╔{rule}╗", *body, f"╚{rule}╝"])
+
+
 def port_free(port: int) -> bool:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -202,7 +275,8 @@ def run() -> None:
     supervisor: Supervisor | None = None
     try:
         orphaned = orphaned_services(data)
-        env = {**os.environ, **start_services(data, started)}
+        boundary = files_boundary_default(data)
+        env = {**os.environ, **start_services(data, started), **boundary.env}
         adopt_services(data, orphaned, started)
         check_database(env)
         manage("migrate", "--no-input", "-v", "0", env=env)
@@ -215,9 +289,17 @@ def run() -> None:
         url = f"http://{'127.0.0.1' if bind in {'0.0.0.0', '::'} else bind}:{port}/"
         # /healthz loads the embedding model in daphne (its first use) before anyone chats.
         health = _wait_ready(url + "healthz", supervisor)
-        say(f"Nova läuft: {url}  (Login: {DEMO_USER} / {password})  – Ctrl-C beendet alles.")
         if health:
             say(f"noch nicht bereit: {health}")
+        source = (
+            "aus NOVABERG_DEMO_PASSWORD"
+            if os.environ.get("NOVABERG_DEMO_PASSWORD", "").strip()
+            else f"gespeichert in {data / 'demo_password'}"
+        )
+        print(
+            ready_banner(url, password, password_source=source, boundary_line=boundary.line),
+            flush=True,
+        )
         while True:
             supervisor.tick()
             time.sleep(TICK_S)

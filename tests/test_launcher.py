@@ -72,10 +72,12 @@ def test_run_on_a_fresh_folder_with_a_dash_password_serves_and_ctrl_c_stops_ever
     (data / "demo_password").write_text(DASH_PASSWORD)
     (data / "demo_password").chmod(0o644)
     port = _free_port()
+    env = _env(port, data)
+    env.pop("NOVABERG_FILES_BOUNDARY", None)  # a fresh machine: `make run` sets a default
     proc = subprocess.Popen(
         [sys.executable, "-m", "novaberg.launcher", "run"],
         cwd=BASE_DIR,
-        env=_env(port, data),
+        env=env,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
@@ -94,7 +96,12 @@ def test_run_on_a_fresh_folder_with_a_dash_password_serves_and_ctrl_c_stops_ever
             if "Nova läuft:" in line:
                 url = line.split("Nova läuft:")[1].split()[0]
         assert url == f"http://127.0.0.1:{port}/", "".join(output)[-3000:]
-        assert f"demo / {DASH_PASSWORD}" in "".join(output)
+        # The URL line is inside the closing frame: login, boundary, how to stop, bottom rule.
+        output.extend(proc.stdout.readline() for _ in range(4))
+        assert output[-6].startswith("╔") and output[-1].startswith("╚"), output[-6:]
+        assert f"demo / {DASH_PASSWORD}" in output[-4]
+        sample = data.resolve() / "ordner" / "beispiel-notizen"
+        assert str(sample) in output[-3] and (sample / "garten.md").is_file()
         children = psutil.Process(proc.pid).children(recursive=True)
         assert len(children) >= 3  # daphne, worker, beat
         # The password is on no command line `ps` shows.
@@ -295,3 +302,54 @@ def test_stale_test_runs_are_stopped_and_removed_live_ones_kept(
     assert not psutil.pid_exists(left_over.pid) or (
         psutil.Process(left_over.pid).status() == psutil.STATUS_ZOMBIE
     )
+
+
+def test_without_a_boundary_make_run_sets_one_with_a_sample_folder_copied_once(
+    tmp_path: Path,
+) -> None:
+    data = tmp_path / "data"
+    data.mkdir()
+    setup = launcher.files_boundary_default(data, environ={})
+    boundary = data.resolve() / "ordner"
+    assert setup.env == {"NOVABERG_FILES_BOUNDARY": str(boundary)}
+    assert setup.sample == boundary / "beispiel-notizen"
+    notes = sorted(p.name for p in setup.sample.iterdir())
+    assert notes == [".privat.md", "garten.md", "rezepte.md", "termine.md", "wanderung.txt"]
+    assert "Tomaten" in (setup.sample / "garten.md").read_text(encoding="utf-8")
+    assert str(setup.sample) in setup.line
+    # Her changes are hers: a second start neither overwrites a note nor brings one back.
+    (setup.sample / "garten.md").write_text("# Mein Garten\n", encoding="utf-8")
+    (setup.sample / "termine.md").unlink()
+    again = launcher.files_boundary_default(data, environ={})
+    assert again.env == setup.env
+    assert (setup.sample / "garten.md").read_text(encoding="utf-8") == "# Mein Garten\n"
+    assert not (setup.sample / "termine.md").exists()
+
+
+@pytest.mark.parametrize(
+    ("given", "says"),
+    [
+        pytest.param("/srv/notizen", "/srv/notizen", id="set"),
+        pytest.param("", "ist leer", id="set-empty-stays-closed"),
+    ],
+)
+def test_a_given_boundary_is_kept_and_nothing_is_written(
+    tmp_path: Path, given: str, says: str
+) -> None:
+    setup = launcher.files_boundary_default(tmp_path, environ={"NOVABERG_FILES_BOUNDARY": given})
+    assert setup.env == {} and setup.sample is None and says in setup.line
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_the_ready_banner_frames_the_url_and_the_login() -> None:
+    banner = launcher.ready_banner(
+        "http://127.0.0.1:8000/",
+        "Xy7-pass",
+        password_source="aus NOVABERG_DEMO_PASSWORD",
+        boundary_line="Erlaubter Bereich für Ordner: /data/ordner",
+    ).splitlines()
+    assert banner[0].startswith("╔") and banner[-1].startswith("╚")
+    assert len({len(line) for line in banner}) == 1  # a closed frame, every line as wide
+    assert "Nova läuft: http://127.0.0.1:8000/" in banner[1]
+    assert "Login: demo / Xy7-pass  (aus NOVABERG_DEMO_PASSWORD)" in banner[2]
+    assert "make stop" in banner[-2]
