@@ -150,11 +150,12 @@ def check(raw: str, *, user: User | None) -> BoundaryResult:
     bounds = boundary_dirs(user)
     if not bounds:
         reason = (
-            "Für dich ist kein Außenrand konfiguriert (NOVABERG_FILES_BOUNDARY nennt keinen "
-            "Ordner, der für deinen Namen gilt), deshalb kann ich kein Verzeichnis freigeben."
+            "Für dich ist kein erlaubter Bereich für Ordner eingerichtet "
+            "(NOVABERG_FILES_BOUNDARY nennt keinen Ordner, der für deinen Namen gilt), "
+            "deshalb kann ich keinen Ordner freigeben."
             if settings.FILES_BOUNDARY
-            else "Es ist kein Außenrand konfiguriert (NOVABERG_FILES_BOUNDARY ist leer), "
-            "deshalb kann ich kein Verzeichnis freigeben."
+            else "Es ist kein erlaubter Bereich für Ordner eingerichtet "
+            "(NOVABERG_FILES_BOUNDARY ist leer), deshalb kann ich keinen Ordner freigeben."
         )
         return BoundaryResult(False, shown, "kein_aussenrand", reason)
     if not any(is_inside(resolved, base) for base in bounds):
@@ -163,7 +164,8 @@ def check(raw: str, *, user: User | None) -> BoundaryResult:
             False,
             shown,
             "ausserhalb_aussenrand",
-            f"{shown} liegt außerhalb des Außenrands ({allowed}); dort kann ich nichts freigeben.",
+            f"{shown} liegt außerhalb des erlaubten Bereichs ({allowed}); dort kann ich nichts "
+            "freigeben.",
         )
     try:
         exists, is_dir = resolved.exists(), resolved.is_dir()

@@ -112,7 +112,7 @@ def locate(
             # Another pair's root, a suspended one and a missing one read the same.
             return _refuse(
                 "wurzel_unbekannt",
-                "Diese Freigabe kenne ich nicht (oder sie ist stillgelegt).",
+                "Diesen freigegebenen Ordner kenne ich nicht (oder er ist stillgelegt).",
                 path=path,
                 root_id=root_id,
             )
@@ -290,7 +290,9 @@ def zeilen_lesen(
     if start > len(lines):
         return _refuse(
             "keine_zeile",
-            f"Die Datei hat nur {len(lines)} Zeilen.",
+            "Die Datei hat nur eine Zeile."
+            if len(lines) == 1
+            else f"Die Datei hat nur {len(lines)} Zeilen.",
             path=located.rel_path,
             root_id=located.root.id,
         )

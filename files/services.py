@@ -29,7 +29,7 @@ from novaberg.api_errors import (
     RefusedError,
 )
 
-MISSING_TEXT = "Diese Freigabe gibt es nicht."
+MISSING_TEXT = "Diesen freigegebenen Ordner gibt es nicht."
 UNVERIFIED_TEXT = "Die Änderung ließ sich nicht bestätigen; ich melde sie nicht als erledigt."
 # Refusals by a rule of access (the fence itself), answered 403; every other refusal is 400.
 FORBIDDEN_STEPS = frozenset(
@@ -101,7 +101,7 @@ def root_release_preview(
 def _check_eigentum(eigentum: str) -> None:
     if eigentum not in FileRoot.Eigentum.values:
         raise ApplicationError(
-            "Wem die Unterlagen gehören, muss „nutzer“ (dir) oder „figur“ (Nova) sein.",
+            "Wem die Dateien gehören, muss „nutzer“ (dir) oder „figur“ (Nova) sein.",
             step="eigentum_unbekannt",
         )
 
@@ -163,7 +163,10 @@ def _activate(root: FileRoot, *, user: User) -> FileRoot:
     root.save(update_fields=["state", "released_at", "changed_at"])
     stored = FileRoot.objects.filter(pk=root.pk).values_list("state", flat=True).first()
     if stored != FileRoot.State.ACTIVE:
-        raise ApplicationError("Die Freigabe ließ sich nicht speichern.", step="nicht_verifiziert")
+        raise ApplicationError(
+            "Der Ordner ließ sich nicht freigeben: die Änderung ist nicht gespeichert.",
+            step="nicht_verifiziert",
+        )
     _enqueue_index(root.pk)
     return root
 

@@ -52,7 +52,7 @@ LABELS: dict[ModelState, str] = {
 # A sentence for the badge's tooltip and for the chat (what the state means for the person).
 SENTENCES: dict[ModelState, str] = {
     ModelState.OFFLINE: (
-        "Kein Sprachmodell angebunden: Nova antwortet regelbasiert aus Regeln und Unterlagen."
+        "Kein Sprachmodell angebunden: Nova antwortet regelbasiert aus Regeln und Ordnern."
     ),
     ModelState.UNKNOWN: "Das Sprachmodell wurde noch nicht geprüft.",
     ModelState.REACHABLE: "Das Sprachmodell antwortet.",

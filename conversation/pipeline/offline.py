@@ -15,7 +15,7 @@ from novaberg import llm
 
 OFFLINE_NO_CONTENT = (
     "Ich bin gerade im Offline-Modus, ohne Sprachmodell. Ich kann deine Regeln verwalten, "
-    "in deinen freigegebenen Unterlagen nachsehen und dir sagen, was dort steht – frei "
+    "in deinen freigegebenen Ordnern nachsehen und dir sagen, was dort steht – frei "
     "plaudern kann ich so nicht."
 )
 

@@ -33,7 +33,7 @@ STATE_LABELS: dict[str, str] = {
 
 class FilesAgent:
     name = "files"
-    dismissed_text = "Gut, an deinen Freigaben ist nichts geändert."
+    dismissed_text = "Gut, an deinen freigegebenen Ordnern ändert sich nichts."
 
     def detect(self, text: str) -> bool:
         return detect(text)
@@ -67,7 +67,8 @@ class FilesAgent:
         for root in roots:
             lines.append(
                 f"- {root.path} ({STATE_LABELS.get(root.state, root.state)}, "
-                f"{owner_label(root.eigentum)}): {root.present_count} Dateien im Index"
+                f"{owner_label(root.eigentum)}): {root.present_count} "
+                f"{'Datei' if root.present_count == 1 else 'Dateien'} im Index"
                 + (f", {root.gone_count} fort" if root.gone_count else "")
             )
         return AgentResult(
@@ -86,7 +87,8 @@ class FilesAgent:
         dry = dict(payload.get("dry_run") or {})
         question = (
             f"Soll ich {payload['path']} als {owner_label(eigentum)} freigeben? "
-            f"{dry.get('files', 0)} Dateien ({human_size(int(dry.get('total_bytes', 0)))}) "
+            f"{dry.get('files', 0)} {'Datei' if dry.get('files', 0) == 1 else 'Dateien'} "
+            f"({human_size(int(dry.get('total_bytes', 0)))}) "
             "würde ich lesen, ohne darin etwas zu verändern. (ja/nein)"
         )
         return gate.ask(ctx, agent=self.name, question=question, payload=payload)

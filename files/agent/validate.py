@@ -31,7 +31,7 @@ SKIP_LABELS = {
 }
 
 OWNER_QUESTION = (
-    "Gehören die Unterlagen dir oder sind sie Novas eigenes Material? "
+    "Gehören die Dateien dir oder sind sie Novas eigenes Material? "
     "Antworte mit „meine“ oder „Novas“."
 )
 

@@ -18,12 +18,16 @@ from files.search import hybrid_search
 SEARCH_LIMIT = 8  # the request path asks for more than K
 
 
+def _lines(n: object) -> str:
+    return "eine Zeile" if n == 1 else f"{n} Zeilen"
+
+
 def _cut_note(result: reading.ReadResult) -> str:
     if not result.cut:
         return ""
     return (
-        f" (gekürzt: höchstens {result.line_end - result.line_start + 1} Zeilen je Lesen; "
-        f"die Datei hat {result.extra.get('total_lines', '?')} Zeilen)"
+        f" (gekürzt: höchstens {_lines(result.line_end - result.line_start + 1)} je Lesen; "
+        f"die Datei hat {_lines(result.extra.get('total_lines', '?'))})"
     )
 
 
@@ -58,7 +62,11 @@ def _found_entry(record: dict[str, Any]) -> str:
 def _searched_scope(ctx: AgentContext) -> str:
     roots = reading.pair_roots(user=ctx.user, character=ctx.character)
     files = sum(r.entries.filter(state="vorhanden").count() for r in roots)
-    return f"{files} Dateien in {len(roots)} freigegebenen Verzeichnissen"
+    noun = "Datei" if files == 1 else "Dateien"
+    where = (
+        "einem freigegebenen Ordner" if len(roots) == 1 else f"{len(roots)} freigegebenen Ordnern"
+    )
+    return f"{files} {noun} in {where}"
 
 
 def _missing_file(ctx: AgentContext, name: str) -> AgentResult:

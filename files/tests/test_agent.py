@@ -88,7 +88,7 @@ def test_release_by_chat_shows_resolved_path_and_count_then_asks_owner_then_conf
     resolved = str(rand / "notizen")
     assert f"Ordner {resolved}: 4 Dateien würde ich lesen" in question
     assert "übersprungen: 1 Format nicht lesbar, 1 verborgen" in question
-    assert question.endswith("Gehören die Unterlagen dir oder sind sie Novas eigenes Material? "
+    assert question.endswith("Gehören die Dateien dir oder sind sie Novas eigenes Material? "
                              "Antworte mit „meine“ oder „Novas“.")  # fmt: skip
     assert not FileRoot.objects.exists()  # nothing written before consent
     unclear = say(api, session, "hm, vielleicht")

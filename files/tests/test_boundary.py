@@ -38,7 +38,7 @@ def test_dot_dot_leading_out_is_refused_on_the_resolved_path(rand: Path) -> None
     assert not result.ok
     assert result.status == "abgelehnt" and result.step == "ausserhalb_aussenrand"
     assert result.resolved == str(rand.parent / "draussen")  # the resolved path is shown
-    assert "außerhalb des Außenrands" in result.reason
+    assert "außerhalb des erlaubten Bereichs" in result.reason
 
 
 def test_symlink_inside_pointing_out_is_refused(rand: Path) -> None:
@@ -58,7 +58,7 @@ def test_empty_boundary_fails_closed(rand: Path, settings: Any) -> None:
     settings.FILES_BOUNDARY = []
     result = boundary.check(str(rand / "notizen"), user=None)
     assert not result.ok and result.status == "abgelehnt" and result.step == "kein_aussenrand"
-    assert "kein Außenrand konfiguriert" in result.reason
+    assert "kein erlaubter Bereich für Ordner eingerichtet" in result.reason
 
 
 def test_prefix_sibling_is_not_inside(rand: Path) -> None:

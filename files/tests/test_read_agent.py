@@ -107,7 +107,7 @@ def test_nothing_fits_is_a_full_answer_that_says_what_was_searched(
     )
     assert result.status == "abgeschlossen" and result.step == "nichts_gefunden"
     assert "Quantencomputer" in result.text
-    assert "7 Dateien in 1 freigegebenen Verzeichnissen" in result.text
+    assert "7 Dateien in einem freigegebenen Ordner" in result.text
     assert "Volltext" in result.text and "Stichwörtern" in result.text
 
 

@@ -106,7 +106,7 @@ def zeilen_lesen(
         return fail(
             Step.ZEILEN_UNGUELTIG,
             f"Die Zeilen {start}–{end} gibt es in {opened.rel_path} nicht "
-            f"(die Datei hat {total} Zeilen).",
+            f"(die Datei hat {'eine Zeile' if total == 1 else f'{total} Zeilen'}).",
             path=opened.rel_path,
         )
     return _lines_result(opened, start, min(end, total))
@@ -164,7 +164,8 @@ def datei_grep(
                 matches.append({"path": opened.rel_path, "line": number, "text": line})
         if cut:
             break
-    message = f"{len(matches)} Fundstellen für „{muster.strip()[:80]}“."
+    found = "Eine Fundstelle" if len(matches) == 1 else f"{len(matches)} Fundstellen"
+    message = f"{found} für „{muster.strip()[:80]}“."
     if cut:
         message += f" Ich habe nach {limit} Treffern aufgehört."
     return ToolResult(status=Status.OK, path=path or "", matches=matches, cut=cut, message=message)

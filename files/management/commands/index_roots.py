@@ -28,7 +28,7 @@ class Command(BaseCommand):
         if options.get("root"):
             roots = roots.filter(pk__in=options["root"])
         if not roots.exists():
-            self.stdout.write("Keine aktive Freigabe.")
+            self.stdout.write("Kein freigegebener Ordner ist aktiv.")
             return
         for root in roots:
             self.stdout.write(f"{root.path}")
