@@ -5,9 +5,11 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from django.conf import settings
 from django.contrib.auth import views as auth_views
 from django.contrib.auth.decorators import login_required
 from django.contrib.auth.forms import AuthenticationForm
+from django.contrib.auth.models import User
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
@@ -34,6 +36,14 @@ class LoginView(auth_views.LoginView):
     the POST, so that no page ever creates anything on a GET."""
 
     template_name = "login.html"
+
+    def get_context_data(self, **kwargs: Any) -> dict[str, Any]:
+        context = super().get_context_data(**kwargs)
+        # The page says where the demo password comes from, while `make run`'s demo login
+        # (novaberg/launcher.py DEMO_USER) exists.
+        context["demo_login"] = User.objects.filter(username="demo", is_active=True).exists()
+        context["demo_password_file"] = str(settings.DATA_DIR / "demo_password")
+        return context
 
     def post(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
         # Too many failed tries from this address or for this name: refused before the

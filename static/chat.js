@@ -256,9 +256,9 @@
           li.appendChild(bar);
         }
         return li;
-      }, "Keine Unterlagen freigegeben.");
+      }, "Noch kein Ordner freigegeben.");
     }).catch(function () {
-      fillList("roots", [], null, "Unterlagen sind gerade nicht abrufbar.");
+      fillList("roots", [], null, "Die freigegebenen Ordner sind gerade nicht abrufbar.");
     });
   }
 
