@@ -18,7 +18,7 @@ from channels.generic.websocket import AsyncJsonWebsocketConsumer
 from channels.layers import get_channel_layer
 from django.contrib.auth.models import User
 
-from conversation import rendering, selectors
+from conversation import address, rendering, selectors
 from conversation.models import Session
 from conversation.pipeline import TurnResult, run_turn
 
@@ -30,6 +30,14 @@ NOT_PROCESSED = (
     "Deine Nachricht konnte gerade nicht verarbeitet werden, weil der Nachrichtendienst nicht "
     "antwortet. Bitte schick sie gleich noch einmal."
 )
+# The same texts for a person whose rules demand "Sie" (conversation.address).
+NOT_TEXT_SIE = "Ich verstehe nur Textnachrichten – bitte schicken Sie Ihre Nachricht als Text."
+NOT_PROCESSED_SIE = (
+    "Ihre Nachricht konnte gerade nicht verarbeitet werden, weil der Nachrichtendienst nicht "
+    "antwortet. Bitte schicken Sie sie gleich noch einmal."
+)
+FAILED_TEXT = "Entschuldige, da ist etwas schiefgegangen."
+FAILED_TEXT_SIE = "Entschuldigung, da ist etwas schiefgegangen."
 
 
 class ChatConsumer(AsyncJsonWebsocketConsumer):
@@ -56,7 +64,7 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
         # closed the socket with 1011; the person (or a script) gets a sentence instead.
         if text_data is None:
             logger.info("websocket frame refused", extra={"outcome": "fehler", "step": "binaer"})
-            await self.send_json({"type": "error", "text": NOT_TEXT})
+            await self.send_json({"type": "error", "text": await self._say(NOT_TEXT, NOT_TEXT_SIE)})
             return
         try:
             content = await self.decode_json(text_data)
@@ -90,7 +98,8 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
                     extra={"outcome": "fehler", "step": "kanal_nicht_erreichbar"},
                     exc_info=True,
                 )
-                await self._send_direct({"type": "error", "text": NOT_PROCESSED})
+                text = await self._say(NOT_PROCESSED, NOT_PROCESSED_SIE)
+                await self._send_direct({"type": "error", "text": text})
                 return
             try:
                 result = await sync_to_async(_run, thread_sensitive=False)(
@@ -120,6 +129,10 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
                     "total_ms": result.total_ms,
                 },
             )
+            if result.note:
+                # The tribunal's note under the reply it judged (seed 000 §8.3), after "done".
+                note = {"type": "chat.note", "turn_id": result.turn_id, **result.note}
+                await self._send_via_layer(layer, channel, note)
 
     async def _send_via_layer(self, layer: Any, channel: str, event: dict[str, Any]) -> None:
         """The end of a turn that already ran: when the layer does not take it, the event goes
@@ -132,7 +145,8 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
                 extra={"outcome": "fehler", "step": "kanal_nicht_erreichbar"},
                 exc_info=True,
             )
-            handler = self.chat_done if event["type"] == "chat.done" else self.chat_failed
+            handlers = {"chat.done": self.chat_done, "chat.note": self.chat_note}
+            handler = handlers.get(event["type"], self.chat_failed)
             await handler(event)
 
     async def _send_direct(self, event: dict[str, Any]) -> None:
@@ -149,9 +163,19 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
         await self.send_json({**event, "type": "done"})
 
     async def chat_failed(self, event: dict[str, Any]) -> None:
-        await self.send_json(
-            {"type": "error", "text": "Entschuldige, da ist etwas schiefgegangen."}
-        )
+        text = await self._say(FAILED_TEXT, FAILED_TEXT_SIE)
+        await self.send_json({"type": "error", "text": text})
+
+    async def chat_note(self, event: dict[str, Any]) -> None:
+        await self.send_json({**event, "type": "note"})
+
+    async def _say(self, du: str, sie: str) -> str:
+        """A fixed text in the form of address the person's rules demand (a DB read)."""
+        try:
+            return await sync_to_async(address.say)(du, sie, user=self.user)
+        except Exception:
+            logger.warning("form of address unknown; du-text sent", exc_info=True)
+            return du
 
     async def chat_token(self, event: dict[str, Any]) -> None:
         await self.send_json({"type": "token", "text": event["text"]})

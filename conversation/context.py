@@ -15,7 +15,7 @@ The placement rules live here and nowhere else (DESIGN.md "One turn"; seed 003 �
 composer   AUFGABE, GEDAECHTNIS, <own-knowledge sources>, <records sources>, SACHLAGE,
            GESPRAECHSVEKTOR, GESPRAECHSVERLAUF
 responder  IDENTITAET, EIGENE_EMOTION, KOMMUNIKATION, GESPRAECHSVERLAUF, INHALT, REGELN,
-           <contract blocks> — last (seed 000 §8.1: recency)
+           KORREKTUR (the last reply's verdict), <contract blocks> — last (seed 000 §8.1)
 
 A source can only be placed in a composer slot and a contract only at the responder's end, so
 memory, records and knowledge never reach the responder (seed 003 §2.2: what it could add, it
@@ -66,11 +66,12 @@ RESPONDER_LAYOUT: tuple[str | Slot, ...] = (
     "GESPRAECHSVERLAUF",
     "INHALT",
     "REGELN",
+    "KORREKTUR",
     Slot.CONTRACT,
 )
 COMPOSER_SLOTS = frozenset({Slot.OWN_KNOWLEDGE, Slot.RECORDS})
 # Conversation's own blocks that carry injected content, which must not come back as memory.
-OWN_INJECTED_BLOCKS = ("REGELN",)
+OWN_INJECTED_BLOCKS = ("REGELN", "KORREKTUR")
 
 
 @dataclass(frozen=True)

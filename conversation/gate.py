@@ -17,6 +17,7 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
+from conversation import address
 from conversation.agents import (
     AgentContext,
     AgentResult,
@@ -69,6 +70,10 @@ def ask(
     if "(ID None)" in question:
         # seed 000 §6.1: "(ID None)" must never reach a person.
         raise ValueError("question shows an unresolved id")
+    # The stored wording is the one the person sees: in the form of address her rules demand
+    # (quoted rules and paths stay as written).
+    question = address.for_person(question, user=ctx.user)
+    text = address.for_person(text, user=ctx.user) if text else text
     PendingQuestion.objects.filter(
         user=ctx.user, session=ctx.session, status=QuestionStatus.OPEN
     ).update(status=QuestionStatus.REPLACED, answered_at=timezone.now())

@@ -7,6 +7,7 @@ from __future__ import annotations
 from django.contrib.auth.models import User
 
 from conversation import address, context
+from conversation.pipeline import stream_guard
 from directives import blocks, selectors, tribunal
 
 
@@ -25,6 +26,10 @@ DIRECTIVES_CHECK = context.ReplyCheck(
 )
 
 
+def _terms(user: User) -> list[tuple[str, str]]:
+    return tribunal.terms_for(user=user)
+
+
 def _address_form(user: User) -> address.AddressForm | None:
     """The form of address the newest active rule about it demands (a later "Duz mich wieder"
     replaces an earlier "Sieze mich")."""
@@ -40,3 +45,5 @@ def register() -> None:
     context.register_contract_block(DIRECTIVES_BLOCK)
     context.register_reply_check(DIRECTIVES_CHECK)
     address.register_address_resolver("directives", _address_form)
+    # seed 000 §8.3: a forbidden term is withheld on the stream, before the person reads it.
+    stream_guard.register_forbidden_terms("directives", _terms)

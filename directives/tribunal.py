@@ -16,7 +16,8 @@ from typing import Any
 
 from django.contrib.auth.models import User
 
-from conversation.vocabulary import CheckOutcome
+from conversation.address import has_du, has_formal_sie
+from conversation.vocabulary import CheckOutcome, ModelFault, NodeOutcome
 from directives.selectors import block_rows
 from novaberg.llm import get_gateway
 
@@ -104,18 +105,29 @@ def demanded_form(directive: str) -> str | None:
     return None
 
 
+def terms_for(*, user: User) -> list[tuple[str, str]]:
+    """(rule, term) for every term an active rule of ``user`` forbids: what the stream guard
+    withholds before a sentence is sent (``conversation.pipeline.stream_guard``)."""
+    return [
+        (text, term) for text, _context in block_rows(user=user) for term in forbidden_terms(text)
+    ]
+
+
 def offline_findings(directives: list[str], reply: str) -> list[dict[str, str]]:
+    # The same readings as the stream guard (quotes and paths are not Nova addressing anyone),
+    # so a sentence the guard let through is not found guilty afterwards.
     findings: list[dict[str, str]] = []
     for directive in directives:
         for term in forbidden_terms(directive):
             if re.search(rf"\b{re.escape(term)}", reply, re.IGNORECASE):
                 findings.append({"direktive": directive, "grund": f"'{term}' kommt vor"})
-        demands_sie = _SIEZEN_RE.search(directive) and not _NEGATED_RE.search(directive)
-        demands_du = _DUZEN_RE.search(directive) and not _NEGATED_RE.search(directive)
-        if demands_sie and _DU_RE.search(reply):
-            findings.append({"direktive": directive, "grund": "duzt statt zu siezen"})
-        if demands_du and _SIE_RE.search(reply):
-            findings.append({"direktive": directive, "grund": "siezt statt zu duzen"})
+        # The reasons avoid the words "siezen"/"Sie-Form": the correction block that quotes
+        # them stands in the responder's prompt, where such a word reads as a rule.
+        form = demanded_form(directive)
+        if form == "sie" and has_du(reply):
+            findings.append({"direktive": directive, "grund": "Anrede mit „du“ statt „Sie“"})
+        if form == "du" and has_formal_sie(reply):
+            findings.append({"direktive": directive, "grund": "Anrede mit „Sie“ statt „du“"})
     return findings
 
 
@@ -197,19 +209,51 @@ def review(*, user: User, reply: str) -> TribunalResult:
         {"role": "system", "content": PROMPT.format(directives=listed)},
         {"role": "user", "content": f"Antwort von Nova:\n{reply}"},
     ]
-    result = get_gateway().chat(
-        messages,
-        purpose=PURPOSE,
-        json_mode=True,
-        hints={"directives": directives, "reply": reply},
-        temperature=0.0,
-    )
+    hints = {"directives": directives, "reply": reply}
+    gateway = get_gateway()
+    result = gateway.chat(messages, purpose=PURPOSE, json_mode=True, hints=hints, temperature=0.0)
     if not result.ok:
-        step = f"llm_{result.failure.step}" if result.failure else "llm_fehler"
-        return _fail(step, "das Sprachmodell hat nicht geantwortet")
+        step = result.failure.step if result.failure else "llm_fehler"
+        fault = ModelFault.TIMEOUT if "zeit" in step else ModelFault.UNREACHABLE
+        if result.failure is not None and result.failure.step == "http_fehler":
+            fault = ModelFault.HTTP_ERROR
+        return _offline_instead(hints, fault, f"llm_{step}", result.backend, len(directives))
     verdict = read_verdict(result.text)
+    if verdict.outcome == CheckOutcome.FAILED:
+        fault = ModelFault.EMPTY if not result.text.strip() else ModelFault.NOT_JSON
+        if verdict.details.get("step") != "kein_json" and result.text.strip():
+            fault = ModelFault.WRONG_SHAPE
+        step = str(verdict.details.get("step") or "unlesbar")
+        return _offline_instead(hints, fault, step, result.backend, len(directives))
     return TribunalResult(
         verdict.outcome,
         verdict.violations,
         {**verdict.details, "backend": result.backend, "directives": len(directives)},
+    )
+
+
+def _offline_instead(
+    hints: dict[str, Any], fault: ModelFault, step: str, backend: str, count: int
+) -> TribunalResult:
+    """The model's verdict failed or was unreadable: the deterministic checks decide
+    (DESIGN.md "Language model calls"), named ``ersatz_offline`` with the model's failure."""
+    if backend == "offline":
+        # The offline backend itself failed: there is nothing else to fall back on.
+        return _fail(step, "das Tribunal konnte nicht prüfen")
+    verdict = read_verdict(review_offline([], hints))
+    logger.warning(
+        "tribunal model verdict unusable; offline checks decided",
+        extra={"outcome": NodeOutcome.OFFLINE_FALLBACK.value, "step": step},
+    )
+    return TribunalResult(
+        verdict.outcome,
+        verdict.violations,
+        {
+            **verdict.details,
+            "backend": backend,
+            "directives": count,
+            "ersatz": NodeOutcome.OFFLINE_FALLBACK.value,
+            "modellfehler": fault.value,
+            "step": step,
+        },
     )

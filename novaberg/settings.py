@@ -154,6 +154,7 @@ TEMPLATES = [
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
                 "novaberg.context_processors.backend",
+                "novaberg.context_processors.address_form",
             ],
         },
     },

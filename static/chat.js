@@ -60,7 +60,7 @@
   // the two named choices for a choice question ("Antworte mit „meine“ oder „Novas“.").
   function answerWords(li) {
     const text = li.textContent || "";
-    const named = text.match(/Antworte mit „([^“]{1,40})“ oder „([^“]{1,40})“/);
+    const named = text.match(/Antworte(?:n Sie)? mit „([^“]{1,40})“ oder „([^“]{1,40})“/);
     return named ? [named[1], named[2]] : ["Ja", "Nein"];
   }
 
@@ -168,6 +168,15 @@
         current = null;
         setBusy(false);
         loadSide(); // a confirmed directive or root shows up at once
+      } else if (msg.type === "note") {
+        // The tribunal's note under the reply it judged (a broken rule, an unbelegte Quelle).
+        const judged = list.querySelector('.msg.assistant[data-turn="' + msg.turn_id + '"]');
+        if (judged && !judged.querySelector(".note")) {
+          const note = el("p", "note", msg.text);
+          note.setAttribute("role", "note");
+          const text = textOf(judged);
+          if (text && text.nextSibling) judged.insertBefore(note, text.nextSibling); else judged.appendChild(note);
+        }
       } else if (msg.type === "error") {
         add("assistant failed", msg.text);
         current = null;

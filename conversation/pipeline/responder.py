@@ -12,6 +12,7 @@ from __future__ import annotations
 import time
 
 from conversation import context
+from conversation.pipeline import tribunal
 from conversation.pipeline.logging import node_log
 from conversation.pipeline.state import TurnState
 from conversation.pipeline.words import new_word_share
@@ -47,6 +48,8 @@ def system_prompt(state: TurnState) -> str:
     state.blocks["REGELN"] = parts["REGELN"]
     if state.composer_text:
         parts["INHALT"] = blocks.content_block(state.composer_text)
+    if state.blocks.get("KORREKTUR"):
+        parts["KORREKTUR"] = state.blocks["KORREKTUR"]  # the last verdict (tribunal.prepare)
     for contract in contracts:
         if state.blocks.get(contract.block):
             parts[contract.block] = state.blocks[contract.block]
@@ -90,6 +93,7 @@ def run(state: TurnState) -> TurnState:
         if state.agent_result is not None and not state.composer_text:
             state.composer_text = state.agent_result.text
 
+        tribunal.prepare(state)  # [KORREKTUR] into the prompt; the sentence guard on on_token
         messages = messages_for(state)
         state.prompts["responder"] = messages
         gateway = llm.get_gateway()

@@ -12,6 +12,7 @@ from django.contrib.auth.models import User
 from django.db import connection
 from django.utils import timezone
 
+from conversation import address
 from conversation.models import Character, Session, Turn
 from conversation.pipeline import (
     agent,
@@ -116,6 +117,7 @@ def run_turn(
     """Run one turn for ``user`` in ``session`` (the caller checked that the session is his)."""
     t0 = time.perf_counter()
     cleaned, failed_step, reason = check_input(text)
+    reason = address.for_person(reason, user=user) if reason else reason  # "Sieze mich"
     with _SessionLock(session.pk):
         stored_text = cleaned
         if failed_step is not None:
@@ -159,7 +161,7 @@ def run_turn(
                 except Exception:
                     logger.exception("turn crashed")
                     state.status, state.step = Status.FAILED, "absturz"
-                    state.reply = CRASH_TEXT
+                    state.reply = address.for_person(CRASH_TEXT, user=user)
                     if on_token is not None:
                         on_token(state.reply)
             return _finish(state, t0)
@@ -235,4 +237,5 @@ def _finish(state: TurnState, t0: float) -> TurnResult:
         records=state.records,
         ttft_ms=state.ttft_ms,
         total_ms=total_ms,
+        note=state.checks.get("hinweis"),
     )

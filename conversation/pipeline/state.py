@@ -90,3 +90,5 @@ class TurnResult:
     records: list[dict[str, Any]]
     ttft_ms: int | None
     total_ms: int
+    # The tribunal's note under the reply (checks["hinweis"]), if it found something.
+    note: dict[str, Any] | None = None

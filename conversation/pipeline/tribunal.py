@@ -4,6 +4,16 @@ delivered in a records block ([AUFZEICHNUNGEN]) this turn), for provenance (a re
 statement keeps its hedge or citation; no fact without a source in the content) and for the
 deviation from the content above its threshold (``conversation.pipeline.provenance``). A finding
 is logged, kept in ``Turn.checks`` and shown in the inspector.
+
+The tribunal changes what the person sees (seed 000 §8.3, "Warne!"):
+
+- before the reply (``prepare``, called by the responder): the sentence guard goes onto the
+  stream (``stream_guard``: forbidden terms and the form of address, per sentence, before it is
+  sent), and the previous reply's verdict stands in the prompt as [KORREKTUR];
+- after it (``run``): the guard's last sentence and its one regeneration; a violation the
+  checks still find, or a citation nobody delivered, becomes a visible German note under the
+  reply (``checks["hinweis"]``: the chat's ``note`` frame and the page on reload) and the next
+  reply's [KORREKTUR]. The stored turn keeps both texts (``checks["waechter"]["original"]``).
 """
 
 from __future__ import annotations
@@ -12,6 +22,8 @@ import logging
 from typing import Any
 
 from conversation import context
+from conversation.models import Turn
+from conversation.pipeline import stream_guard
 from conversation.pipeline.logging import node_log
 from conversation.pipeline.provenance import (
     cited,
@@ -19,9 +31,12 @@ from conversation.pipeline.provenance import (
     provenance_check,
 )
 from conversation.pipeline.state import TurnState
+from conversation.prompts import blocks
 from conversation.vocabulary import CheckOutcome, NodeOutcome
 
 logger = logging.getLogger(__name__)
+
+CORRECTION_BLOCK = "KORREKTUR"
 
 
 def _delivered(records: list[dict[str, Any]]) -> list[tuple[str, int, int]]:
@@ -83,7 +98,64 @@ def verdict_outcome(checks: list[context.ReplyCheck], verdicts: dict[str, Any]) 
     return str(named[0]) if named else CheckOutcome.OK.value
 
 
+def previous_note(state: TurnState) -> dict[str, Any] | None:
+    """The note the tribunal put under the previous reply of this session, if any."""
+    row = (
+        Turn.objects.filter(
+            session=state.session,
+            session__user=state.user,
+            role=Turn.Role.USER,
+            created_at__lte=state.turn.created_at,
+        )
+        .exclude(pk=state.turn.pk)
+        .order_by("-created_at", "-id")
+        .values("id", "checks")
+        .first()
+    )
+    note = (row["checks"] or {}).get("hinweis") if row else None
+    return note if isinstance(note, dict) else None
+
+
+def prepare(state: TurnState) -> None:
+    """The tribunal's part before the reply is generated: the last verdict's correction into
+    the responder's prompt, and the sentence guard between the stream and the person."""
+    note = previous_note(state)
+    if note is not None:
+        state.blocks[CORRECTION_BLOCK] = blocks.correction_block(note)
+    stream_guard.attach(state)
+
+
+def note_for(verdicts: dict[str, Any], citations: dict[str, Any]) -> dict[str, Any] | None:
+    """The German note under the reply: each rule a check found broken (seed 000 §8.3: "Das
+    verstößt gegen die Direktive: [Regel].") and each citation nobody delivered."""
+    violations = [
+        str(v)
+        for verdict in verdicts.values()
+        if verdict["outcome"] == CheckOutcome.VIOLATION
+        for v in verdict["violations"]
+    ]
+    invented = [str(c) for c in citations.get("ohne_beleg") or []]
+    if not violations and not invented:
+        return None
+    sentences = [f"Das verstößt gegen die Direktive: {v}." for v in violations]
+    sentences += [
+        f"Die Quelle {c} wurde mir nicht vorgelegt – diese Angabe ist nicht belegt."
+        for c in invented
+    ]
+    return {
+        "text": "Hinweis: " + " ".join(sentences),
+        "verstoesse": violations,
+        "zitate_ohne_beleg": invented,
+    }
+
+
 def run(state: TurnState) -> TurnState:
+    # The guard's last sentence (and its one regeneration) goes out before anything is judged:
+    # the verdict is about what the person saw.
+    stream_guard.finish(state)
+    guarded = state.extra.pop("waechter_befund", None)
+    if guarded is not None:
+        state.checks["waechter"] = guarded
     with node_log(state, "tribunal") as log:
         if state.failed:
             log.outcome = NodeOutcome.SKIPPED_FAILED
@@ -99,8 +171,24 @@ def run(state: TurnState) -> TurnState:
         # seed 003 §2.3 / seed 002 §1a.4: the provenance the content carried must survive.
         origin = provenance_check(state.reply, state.composer_text, delivered)
         drift = deviation_check(state.deviation, state.extra.get("new_words") or [])
-        state.checks = {**verdicts, "zitate": citations, "herkunft": origin, "abweichung": drift}
+        state.checks = {
+            **state.checks,
+            **verdicts,
+            "zitate": citations,
+            "herkunft": origin,
+            "abweichung": drift,
+        }
+        note = note_for(verdicts, citations)
+        if note is not None:
+            state.checks["hinweis"] = note
         outcome = verdict_outcome(checks, verdicts)
+        fallback = any(
+            verdicts[c.name]["details"].get("ersatz") == NodeOutcome.OFFLINE_FALLBACK
+            for c in checks
+        )
+        if fallback and outcome in {CheckOutcome.OK, CheckOutcome.OK.value}:
+            # The model's verdict was unusable; the deterministic checks found nothing.
+            outcome = NodeOutcome.OFFLINE_FALLBACK.value
         if citations["ohne_beleg"]:
             log.outcome = "zitat_ohne_beleg"
             logger.warning("reply cites undelivered lines", extra={"outcome": "zitat_ohne_beleg"})

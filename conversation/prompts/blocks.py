@@ -114,6 +114,23 @@ def content_block(content: str) -> str:
     )
 
 
+def correction_block(note: dict[str, Any]) -> str:
+    """[KORREKTUR]: the tribunal found the previous reply in breach of a rule or citing lines
+    that were never delivered (seed 000 §8.3, "Warne!"); the next reply hears it. It stands after
+    [REGELN] and before the contract blocks, so [DIREKTIVEN] stays the last block."""
+    lines = ["[KORREKTUR]", "Deine letzte Antwort war fehlerhaft:"]
+    lines += [f"- Sie verstieß gegen die Direktive: {v}" for v in note.get("verstoesse") or []]
+    lines += [
+        f"- Sie nannte {c} als Quelle, doch diese Stelle wurde dir nicht vorgelegt."
+        for c in note.get("zitate_ohne_beleg") or []
+    ]
+    lines.append(
+        "Halte die Direktiven in dieser Antwort ein und nenne nur vorgelegte Quellen. Wenn es "
+        "zum Gespräch passt, korrigiere dich in einem kurzen Satz."
+    )
+    return "\n".join(lines)
+
+
 # --- both ---------------------------------------------------------------------------------------
 
 

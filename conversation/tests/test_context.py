@@ -87,6 +87,7 @@ def test_plug_ins_fill_their_slots_in_both_prompts() -> None:
         "GESPRAECHSVERLAUF",
         "INHALT",
         "REGELN",
+        "KORREKTUR",
         "DIREKTIVEN",
     ]
     assert [c.name for c in context.reply_checks()] == ["direktiven"]

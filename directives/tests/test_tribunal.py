@@ -86,11 +86,15 @@ def test_the_llm_verdict_is_read_and_the_prompt_carries_directives_and_hierarchy
         pytest.param('{"verstoss": true, "verstoesse": 3}', "feld_falscher_typ", id="int-list"),
     ],
 )
-def test_an_unreadable_verdict_is_a_named_failure(
+def test_an_unreadable_verdict_falls_back_to_the_offline_checks_by_name(
     fake_llm: FakeOpenAI, user: Any, answer: str, step: str
 ) -> None:
     services.directive_create(user=user, text="Sprich nie von Milch")
     fake_llm.add(answer)
+    fake_llm.add(answer)
     verdict = review(user=user, reply="Tee.")
-    assert verdict.outcome == "fehler"
+    assert verdict.outcome == "ok"
+    assert verdict.details["ersatz"] == "ersatz_offline"
     assert verdict.details["step"] == step
+    # The deterministic checks decide, so a violation is still found.
+    assert review(user=user, reply="Milch!").outcome == "verstoss"
