@@ -15,25 +15,34 @@ from django.utils import timezone
 
 class Directive(models.Model):
     user = models.ForeignKey(
-        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="directives"
+        settings.AUTH_USER_MODEL,
+        on_delete=models.CASCADE,
+        related_name="directives",
+        verbose_name="Person",
     )
-    text = models.TextField(help_text="Die Anweisung (seed: anweisung).")
+    text = models.TextField("Anweisung", help_text="Was Nova immer oder nie tun soll.")
     context = models.TextField(
-        blank=True, default="", help_text="Gesprächskontext bei impliziten Direktiven."
+        "Zusammenhang",
+        blank=True,
+        default="",
+        help_text="Worauf sich die Regel bezieht, wenn sie sich aus dem Gespräch ergab.",
     )
-    active = models.BooleanField(default=True)
-    created_at = models.DateTimeField(default=timezone.now)
-    changed_at = models.DateTimeField(null=True, blank=True)
+    active = models.BooleanField("gilt", default=True)
+    created_at = models.DateTimeField("angelegt am", default=timezone.now)
+    changed_at = models.DateTimeField("geändert am", null=True, blank=True)
     replaces = models.ForeignKey(
         "self",
         null=True,
         blank=True,
         on_delete=models.PROTECT,
         related_name="replaced_by",
-        help_text="Die Zeile, die diese bei einem Update abgelöst hat.",
+        verbose_name="ersetzt",
+        help_text="Die frühere Fassung, die diese Fassung abgelöst hat.",
     )
 
     class Meta:
+        verbose_name = "Direktive"
+        verbose_name_plural = "Direktiven"
         ordering = ["created_at", "id"]
         indexes = [models.Index(fields=["user", "active"], name="directive_user_active")]
 
@@ -67,22 +76,32 @@ class DirectiveStep(models.Model):
         FAILED = "fehlgeschlagen", "fehlgeschlagen"
 
     user = models.ForeignKey(
-        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="directive_steps"
+        settings.AUTH_USER_MODEL,
+        on_delete=models.CASCADE,
+        related_name="directive_steps",
+        verbose_name="Person",
     )
     directive = models.ForeignKey(
-        Directive, null=True, blank=True, on_delete=models.SET_NULL, related_name="steps"
+        Directive,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="steps",
+        verbose_name="Direktive",
     )
-    request_id = models.CharField(max_length=36, db_index=True)
-    step = models.CharField(max_length=16, choices=Step.choices)
-    action = models.CharField(max_length=16, blank=True)
-    source = models.CharField(max_length=8, default="chat")  # "chat" | "api"
-    outcome = models.CharField(max_length=64, blank=True)
-    pending_id = models.IntegerField(null=True, blank=True, db_index=True)
-    previous = models.JSONField(default=dict, blank=True)
-    details = models.JSONField(default=dict, blank=True)
-    created_at = models.DateTimeField(default=timezone.now)
+    request_id = models.CharField("Auftrag", max_length=36, db_index=True)
+    step = models.CharField("Schritt", max_length=16, choices=Step.choices)
+    action = models.CharField("Aktion", max_length=16, blank=True)
+    source = models.CharField("Weg", max_length=8, default="chat")  # "chat" | "api"
+    outcome = models.CharField("Ergebnis", max_length=64, blank=True)
+    pending_id = models.IntegerField("Rückfrage", null=True, blank=True, db_index=True)
+    previous = models.JSONField("vorheriger Zustand", default=dict, blank=True)
+    details = models.JSONField("Einzelheiten", default=dict, blank=True)
+    created_at = models.DateTimeField("am", default=timezone.now)
 
     class Meta:
+        verbose_name = "Protokollschritt"
+        verbose_name_plural = "Protokollschritte"
         ordering = ["created_at", "id"]
         indexes = [models.Index(fields=["user", "step", "-created_at"], name="dstep_user_step")]
 

@@ -61,6 +61,8 @@ class FileRoot(models.Model):
     changed_at = models.DateTimeField(auto_now=True)
 
     class Meta:
+        verbose_name = "freigegebener Ordner"
+        verbose_name_plural = "freigegebene Ordner"
         constraints = [
             models.UniqueConstraint(
                 fields=["user", "character", "path"], name="fileroot_unique_per_pair"
@@ -109,6 +111,8 @@ class IndexEntry(models.Model):
     last_error = models.TextField(blank=True)
 
     class Meta:
+        verbose_name = "Indexeintrag"
+        verbose_name_plural = "Indexeinträge"
         constraints = [
             models.UniqueConstraint(fields=["root", "rel_path"], name="indexentry_unique_path")
         ]
@@ -151,6 +155,8 @@ class IndexBlock(models.Model):
     search_vector_simple = SearchVectorField(null=True, blank=True)
 
     class Meta:
+        verbose_name = "Indexabschnitt"
+        verbose_name_plural = "Indexabschnitte"
         constraints = [
             models.UniqueConstraint(fields=["entry", "ordinal"], name="indexblock_unique_ordinal")
         ]
@@ -207,6 +213,8 @@ class IndexRun(models.Model):
     )
 
     class Meta:
+        verbose_name = "Indexlauf"
+        verbose_name_plural = "Indexläufe"
         indexes = [
             models.Index(fields=["root", "-created_at"]),
             models.Index(fields=["state", "heartbeat_at"]),
@@ -225,6 +233,10 @@ class RetrievalCalibration(models.Model):
     note = models.TextField()
     distributions = models.JSONField(default=dict, blank=True)
     measured_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        verbose_name = "Kalibrierung der Suche"
+        verbose_name_plural = "Kalibrierungen der Suche"
 
     def __str__(self) -> str:
         return f"{self.embedding_model}: {self.dense_floor:.3f}"
