@@ -67,3 +67,45 @@ def test_embedding_dimension_must_match_the_schema() -> None:
     result = _check({"NOVABERG_EMBEDDING_DIM": "768"})
     assert result.returncode != 0
     assert "novaberg.E001" in result.stderr
+
+
+def _env_example() -> dict[str, str]:
+    values = {}
+    for line in (BASE_DIR / "deploy" / "env.example").read_text().splitlines():
+        if line.strip() and not line.lstrip().startswith("#"):
+            name, _, value = line.partition("=")
+            values[name.strip()] = value.strip()
+    return values
+
+
+def test_the_compose_deployment_names_only_what_env_example_defines() -> None:
+    """deploy/docker-compose.yml cannot be run here (no container engine); what can be checked
+    is that it parses, runs one beat beside web and worker services, and that every variable
+    it needs is in env.example."""
+    import re
+
+    import yaml
+
+    text = (BASE_DIR / "deploy" / "docker-compose.yml").read_text()
+    compose = yaml.safe_load(text)
+    services = compose["services"]
+    assert {"db", "redis", "migrate", "web", "worker", "beat", "proxy"} <= set(services)
+    assert services["db"]["image"].startswith("pgvector/pgvector:")
+    assert services["redis"]["image"].startswith("redis:")
+    assert "beat" in services["beat"]["command"] and "deploy" not in services["beat"]
+    assert "novaberg.asgi:application" in services["web"]["command"]
+    used = set(re.findall(r"\$\{([A-Z_]+)", text)) | set(re.findall(r"\$\$([A-Z_]+)", text))
+    defaults = set(re.findall(r"\$\{([A-Z_]+):-", text))
+    missing = used - set(_env_example()) - defaults
+    assert not missing, f"not in deploy/env.example: {sorted(missing)}"
+    nginx = (BASE_DIR / "deploy" / "nginx.conf").read_text()
+    assert "proxy_set_header Upgrade $http_upgrade" in nginx and "proxy_buffering off" in nginx
+
+
+def test_check_deploy_is_clean_with_env_example_once_tls_is_on() -> None:
+    env = _env_example()
+    env.update(DJANGO_SECRET_KEY="k9" * 30 + "-a-real-secret", NOVABERG_HTTPS="true")
+    for name in ("DATABASE_URL", "REDIS_URL"):
+        env.pop(name, None)  # the compose file builds these from the passwords
+    result = _check(env, "--deploy", "--fail-level", "WARNING")
+    assert result.returncode == 0, result.stdout + result.stderr
