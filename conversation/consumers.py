@@ -4,6 +4,12 @@ Nothing blocking runs on the event loop: the turn (DB and model calls) runs in a
 and its tokens hop back through the channel layer, so "start", the tokens and "done" of one turn
 arrive in order on the same FIFO channel. Turns of one socket run one after another (an
 asyncio lock); turns of two tabs in one session are ordered by run_turn's session lock.
+
+Frames from the client: ``{"text": "..."}`` sends a message; ``{"type": "stop"}`` stops the
+running turn (the Stop button): its model call is cancelled upstream, the later nodes do not
+run, and its ``done`` frame comes with ``status: "abgebrochen"``, ``step: "stopp"`` and the
+reply as far as it was said. A closed socket stops its turns the same way
+(``verbindung_getrennt``). Frames to the client: ``start``, ``token``, ``done``, ``error``.
 """
 
 from __future__ import annotations
@@ -21,6 +27,7 @@ from django.contrib.auth.models import User
 from conversation import address, rendering, selectors
 from conversation.models import Session
 from conversation.pipeline import TurnResult, run_turn
+from conversation.pipeline.state import STOP_DISCONNECTED, STOP_PERSON, TurnCancel
 
 logger = logging.getLogger(__name__)
 
@@ -55,7 +62,17 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
         self.session: Session = session
         self.turn_lock: asyncio.Lock = asyncio.Lock()
         self.tasks: set[asyncio.Task[None]] = set()
+        # Every turn of this socket not finished yet, in the order they were sent: the first
+        # is the one running (the turn lock is FIFO) and Stop ends it; a closed socket ends
+        # them all.
+        self.unfinished: list[TurnCancel] = []
         await self.accept()
+
+    async def disconnect(self, code: int) -> None:
+        # The person is gone: nobody reads the reply, so its model calls stop now instead of
+        # generating into the void; the turn is stored as far as it got (abgebrochen).
+        for cancel in list(getattr(self, "unfinished", ())):
+            cancel.stop(STOP_DISCONNECTED)
 
     async def receive(
         self, text_data: str | None = None, bytes_data: bytes | None = None, **kwargs: Any
@@ -75,64 +92,88 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
         await self.receive_json(content, **kwargs)
 
     async def receive_json(self, content: Any, **kwargs: Any) -> None:
+        if isinstance(content, dict) and content.get("type") == "stop":
+            self._stop()
+            return
         text = content.get("text") if isinstance(content, dict) else None
         if not isinstance(text, str):
             await self.send_json({"type": "error", "text": "Nachricht ohne Text."})
             return
         # The turn runs as its own task so that this consumer keeps dispatching the token
         # messages that arrive through the channel layer while the turn is still running.
-        task = asyncio.ensure_future(self._turn(text, get_channel_layer(), self.channel_name))
+        cancel = TurnCancel()
+        self.unfinished.append(cancel)
+        task = asyncio.ensure_future(
+            self._turn(text, get_channel_layer(), self.channel_name, cancel)
+        )
         self.tasks.add(task)
         task.add_done_callback(self.tasks.discard)
+        task.add_done_callback(lambda _: self.unfinished.remove(cancel))
 
-    async def _turn(self, text: str, layer: Any, channel: str) -> None:
+    def _stop(self) -> None:
+        """The Stop button: ends the turn now running (or about to run), not the messages
+        sent after it. A stop with no turn left (it crossed the turn's "done" on the wire) has
+        nothing to stop; the log says so."""
+        if not self.unfinished:
+            logger.info(
+                "websocket stop without a running turn",
+                extra={"outcome": "ohne_wirkung", "step": "kein_laufender_zug"},
+            )
+            return
+        logger.info("websocket stop", extra={"outcome": "abgebrochen", "step": STOP_PERSON})
+        self.unfinished[0].stop(STOP_PERSON)
+
+    async def _turn(self, text: str, layer: Any, channel: str, cancel: TurnCancel) -> None:
         sender = TokenSender(layer, channel)
         async with self.turn_lock:
-            try:
-                # Sent before the turn starts: while Redis does not take it, no turn is run
-                # and stored that the person would never see.
-                await layer.send(channel, {"type": "chat.start"})
-            except Exception:
-                logger.warning(
-                    "websocket turn not started: the channel layer refused the message",
-                    extra={"outcome": "fehler", "step": "kanal_nicht_erreichbar"},
-                    exc_info=True,
-                )
-                text = await self._say(NOT_PROCESSED, NOT_PROCESSED_SIE)
-                await self._send_direct({"type": "error", "text": text})
-                return
-            try:
-                result = await sync_to_async(_run, thread_sensitive=False)(
-                    self.user, self.session, text, sender
-                )
-            except Exception:
-                logger.exception(
-                    "websocket turn crashed", extra={"outcome": "fehler", "step": "turn"}
-                )
-                await self._send_via_layer(layer, channel, {"type": "chat.failed"})
-                return
-            # Through the layer too, so "done" arrives after the last token (same FIFO channel).
-            await self._send_via_layer(
-                layer,
-                channel,
-                {
-                    "type": "chat.done",
-                    "turn_id": result.turn_id,
-                    "status": result.status,
-                    "step": result.step,
-                    "reply": result.reply,
-                    # Additive: the reply as sanitised HTML for the chat page (rendering.py).
-                    "reply_html": rendering.reply_html(result.reply),
-                    "question": result.question,
-                    "records": result.records,
-                    "ttft_ms": result.ttft_ms,
-                    "total_ms": result.total_ms,
-                },
+            await self._turn_locked(text, layer, channel, sender, cancel)
+
+    async def _turn_locked(
+        self, text: str, layer: Any, channel: str, sender: TokenSender, cancel: TurnCancel
+    ) -> None:
+        try:
+            # Sent before the turn starts: while Redis does not take it, no turn is run
+            # and stored that the person would never see.
+            await layer.send(channel, {"type": "chat.start"})
+        except Exception:
+            logger.warning(
+                "websocket turn not started: the channel layer refused the message",
+                extra={"outcome": "fehler", "step": "kanal_nicht_erreichbar"},
+                exc_info=True,
             )
-            if result.note:
-                # The tribunal's note under the reply it judged (seed 000 §8.3), after "done".
-                note = {"type": "chat.note", "turn_id": result.turn_id, **result.note}
-                await self._send_via_layer(layer, channel, note)
+            text = await self._say(NOT_PROCESSED, NOT_PROCESSED_SIE)
+            await self._send_direct({"type": "error", "text": text})
+            return
+        try:
+            result = await sync_to_async(_run, thread_sensitive=False)(
+                self.user, self.session, text, sender, cancel
+            )
+        except Exception:
+            logger.exception("websocket turn crashed", extra={"outcome": "fehler", "step": "turn"})
+            await self._send_via_layer(layer, channel, {"type": "chat.failed"})
+            return
+        # Through the layer too, so "done" arrives after the last token (same FIFO channel).
+        await self._send_via_layer(
+            layer,
+            channel,
+            {
+                "type": "chat.done",
+                "turn_id": result.turn_id,
+                "status": result.status,
+                "step": result.step,
+                "reply": result.reply,
+                # Additive: the reply as sanitised HTML for the chat page (rendering.py).
+                "reply_html": rendering.reply_html(result.reply),
+                "question": result.question,
+                "records": result.records,
+                "ttft_ms": result.ttft_ms,
+                "total_ms": result.total_ms,
+            },
+        )
+        if result.note:
+            # The tribunal's note under the reply it judged (seed 000 §8.3), after "done".
+            note = {"type": "chat.note", "turn_id": result.turn_id, **result.note}
+            await self._send_via_layer(layer, channel, note)
 
     async def _send_via_layer(self, layer: Any, channel: str, event: dict[str, Any]) -> None:
         """The end of a turn that already ran: when the layer does not take it, the event goes
@@ -213,13 +254,20 @@ class TokenSender:
             logger.warning("token could not be sent; the turn goes on", exc_info=True)
 
 
-def _run(user: User, session: Session, text: str, sender: TokenSender) -> TurnResult:
+def _run(
+    user: User, session: Session, text: str, sender: TokenSender, cancel: TurnCancel
+) -> TurnResult:
     from django.db import close_old_connections
 
     close_old_connections()
     try:
         return run_turn(
-            user=user, character=session.character, session=session, text=text, on_token=sender
+            user=user,
+            character=session.character,
+            session=session,
+            text=text,
+            on_token=sender,
+            cancel=cancel,
         )
     finally:
         sender.flush()

@@ -18,11 +18,14 @@ one, and a deadline for the whole call (capped by `settings.LLM_TOTAL_S`); a str
 deadline for its first token (`settings.LLM_FIRST_TOKEN_S`). Retries happen here, and only for
 failures before generation (refused connection, connect timeout, 429/5xx answered instead of
 tokens); a read timeout of a generation is never retried. A stream can be cancelled by the
-consumer (`stream(..., cancel=event)`), which closes the upstream HTTP connection.
+consumer (`stream(..., cancel=event)`), which closes the upstream HTTP connection. A turn sets
+one cancel signal for every call it makes (`cancel_scope`): Stop, a disconnect or the turn's
+deadline then ends the running call, streamed or not, without each call site passing it.
 """
 
 from __future__ import annotations
 
+import contextvars
 import logging
 import queue
 import re
@@ -30,6 +33,7 @@ import socket
 import threading
 import time
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Protocol
 from urllib.parse import urlsplit
@@ -113,12 +117,42 @@ def _setting(name: str, default: float) -> float:
     return float(getattr(settings, name, default))
 
 
+# The cancel signal of the turn this thread is running (see `cancel_scope`).
+_scope_cancel: contextvars.ContextVar[Callable[[], bool] | None] = contextvars.ContextVar(
+    "novaberg_llm_cancel", default=None
+)
+
+
+def _as_check(cancel: CancelSignal) -> Callable[[], bool]:
+    return cancel.is_set if isinstance(cancel, threading.Event) else cancel
+
+
+@contextmanager
+def cancel_scope(cancel: CancelSignal) -> Iterator[None]:
+    """Every model call made inside (in this thread's context) also stops when `cancel` fires:
+    a stream closes its upstream connection, an unstreamed call returns at once (step
+    `abgebrochen`). A call's own `cancel` argument still counts as well."""
+    token = _scope_cancel.set(_as_check(cancel))
+    try:
+        yield
+    finally:
+        _scope_cancel.reset(token)
+
+
+def _cancel_signal(cancel: CancelSignal | None) -> Callable[[], bool] | None:
+    """The call's own signal and the surrounding turn's, as one check; None when neither."""
+    own = None if cancel is None else _as_check(cancel)
+    checks = [check for check in (own, _scope_cancel.get()) if check is not None]
+    if not checks:
+        return None
+    if len(checks) == 1:
+        return checks[0]
+    return lambda: any(check() for check in checks)
+
+
 def _cancel_check(cancel: CancelSignal | None) -> Callable[[], bool]:
-    if cancel is None:
-        return lambda: False
-    if isinstance(cancel, threading.Event):
-        return cancel.is_set
-    return cancel
+    signal = _cancel_signal(cancel)
+    return signal if signal is not None else (lambda: False)
 
 
 @dataclass(frozen=True)
@@ -162,7 +196,11 @@ class Gateway(Protocol):
         hints: dict | None = None,
         temperature: float = 0.3,
         max_tokens: int | None = None,
-    ) -> ChatResult: ...
+        cancel: CancelSignal | None = None,
+    ) -> ChatResult:
+        """One unstreamed answer. `cancel` (or the surrounding `cancel_scope`) makes the call
+        return at once with step `abgebrochen`; the abandoned request ends at its deadline."""
+        ...
 
     def stream(
         self,
@@ -220,6 +258,21 @@ def _log_call(
     )
 
 
+def _cancelled_result(backend: str, model: str, purpose: str, started: float) -> ChatResult:
+    ms = _elapsed_ms(started)
+    _log_call(
+        backend=backend, model=model, purpose=purpose, ms=ms, outcome=STEP_CANCELLED, detail=""
+    )
+    return ChatResult(
+        ok=False,
+        text="",
+        failure=LLMFailure(STEP_CANCELLED, f"cancelled after {ms} ms"),
+        backend=backend,
+        model=model,
+        ms=ms,
+    )
+
+
 # --------------------------------------------------------------------------------------------
 # Offline backend
 # --------------------------------------------------------------------------------------------
@@ -267,7 +320,10 @@ class OfflineBackend:
         hints: dict | None = None,
         temperature: float = 0.3,
         max_tokens: int | None = None,
+        cancel: CancelSignal | None = None,
     ) -> ChatResult:
+        # `cancel` is accepted for the interface; an offline answer is instant, and a node's
+        # offline fallback must still answer inside a cancelled turn.
         started = time.perf_counter()
         text, failure = self._answer(messages, purpose, hints)
         ms = _elapsed_ms(started)
@@ -514,6 +570,54 @@ class OpenAIBackend:
         hints: dict | None = None,
         temperature: float = 0.3,
         max_tokens: int | None = None,
+        cancel: CancelSignal | None = None,
+    ) -> ChatResult:
+        def call() -> ChatResult:
+            return self._chat_now(
+                messages,
+                purpose=purpose,
+                json_mode=json_mode,
+                temperature=temperature,
+                max_tokens=max_tokens,
+            )
+
+        signal = _cancel_signal(cancel)
+        if signal is None:
+            return call()
+        started = time.perf_counter()
+        if signal():
+            return _cancelled_result(self.name, self.model, purpose, started)
+        # The request runs in its own thread so that Stop, a disconnect or the turn's deadline
+        # end the wait at once; the abandoned request still ends at its own deadline.
+        done = threading.Event()
+        box: list[ChatResult | BaseException] = []
+
+        def work() -> None:
+            try:
+                box.append(call())
+            except BaseException as exc:  # handed to the waiting thread, raised there
+                box.append(exc)
+            finally:
+                done.set()
+
+        context = contextvars.copy_context()  # log lines keep the turn's id
+        threading.Thread(target=context.run, args=(work,), name="llm-chat", daemon=True).start()
+        while not done.wait(0.05):
+            if signal():
+                return _cancelled_result(self.name, self.model, purpose, started)
+        answer = box[0]
+        if isinstance(answer, BaseException):
+            raise answer
+        return answer
+
+    def _chat_now(
+        self,
+        messages: list[dict[str, str]],
+        *,
+        purpose: str,
+        json_mode: bool,
+        temperature: float,
+        max_tokens: int | None,
     ) -> ChatResult:
         import openai
 
@@ -615,7 +719,8 @@ class OpenAIBackend:
         }
         if budget.stop:
             kwargs["stop"] = list(budget.stop)
-        cancelled = _cancel_check(cancel)
+        signal = _cancel_signal(cancel)
+        cancelled = signal if signal is not None else (lambda: False)
         pump = _Pump(self, kwargs, limits, cancelled)
         tokens = 0
         outcome = "abgebrochen_vom_aufrufer"  # if the consumer stops iterating early
@@ -639,7 +744,7 @@ class OpenAIBackend:
                         failure = LLMFailure(STEP_FIRST_TOKEN, message)
                     break
                 wait = limit - now
-                if cancel is not None:
+                if signal is not None:
                     wait = min(wait, 0.05)  # poll the cancel signal
                 try:
                     kind, payload = pump.events.get(timeout=wait)

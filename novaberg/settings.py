@@ -251,11 +251,14 @@ LLM_MAX_RETRIES = env_int("NOVABERG_LLM_MAX_RETRIES", 2, minimum=0)
 LLM_CONNECT_TIMEOUT_S = env_float("NOVABERG_LLM_CONNECT_TIMEOUT_S", 5.0)
 LLM_FIRST_TOKEN_S = env_float("NOVABERG_LLM_FIRST_TOKEN_S", 20.0)  # a stream's first token
 LLM_TOTAL_S = env_float("NOVABERG_LLM_TOTAL_S", 60.0)  # caps every purpose's deadline
+# A whole turn (every node and model call of one message) ends by then with a German sentence.
+TURN_TOTAL_S = env_float("NOVABERG_TURN_TOTAL_S", LLM_TOTAL_S)
 for _name, _value in (
     ("NOVABERG_LLM_TIMEOUT_S", LLM_TIMEOUT_S),
     ("NOVABERG_LLM_CONNECT_TIMEOUT_S", LLM_CONNECT_TIMEOUT_S),
     ("NOVABERG_LLM_FIRST_TOKEN_S", LLM_FIRST_TOKEN_S),
     ("NOVABERG_LLM_TOTAL_S", LLM_TOTAL_S),
+    ("NOVABERG_TURN_TOTAL_S", TURN_TOTAL_S),
 ):
     if _value <= 0:
         _fail(f"{_name} must be > 0, got {_value}")

@@ -121,6 +121,12 @@ def run(state: TurnState) -> TurnState:
             "stream_ms": int((time.perf_counter() - t0) * 1000),
             "tokens": len(tokens),
         }
+        if failure is not None and failure.step == llm.STEP_CANCELLED:
+            # Stop, a disconnect or the turn's deadline: what was said stays as said, no failure
+            # sentence; the runner ends the turn (runner.py::_halt).
+            log.outcome = Status.CANCELLED.value
+            state.status, state.step = Status.CANCELLED, llm.STEP_CANCELLED
+            return state
         if failure is not None:
             # The person sees a clear sentence; the turn is marked failed (not half-stored).
             log.outcome = f"llm_{failure.step}"

@@ -23,17 +23,31 @@ from conversation.pipeline import (
     remember,
     responder,
     router,
+    stream_guard,
     tribunal,
     vector,
 )
-from conversation.pipeline.state import TurnResult, TurnState
+from conversation.pipeline.logging import node_log
+from conversation.pipeline.state import (
+    STOP_DEADLINE,
+    TurnCancel,
+    TurnClock,
+    TurnResult,
+    TurnState,
+)
 from conversation.vocabulary import Status
+from novaberg import llm
 from novaberg.logging import turn_context
 
 logger = logging.getLogger("novaberg.turn")
 
 HISTORY_TURNS = 12
 CRASH_TEXT = "Entschuldige, da ist bei mir etwas schiefgegangen. Deine Nachricht ist gespeichert."
+# Neutral German (no du/Sie): it is said whatever form of address the person's rules demand.
+DEADLINE_TEXT = (
+    "Die Antwort hat zu lange gedauert und wurde nach {seconds} abgebrochen. "
+    "Die Nachricht ist gespeichert; bitte gleich noch einmal versuchen."
+)
 
 # Each node takes and returns the state (DESIGN.md "One turn"; seed 003 §2: the conversation
 # vector is decided before the composer, which executes it).
@@ -113,9 +127,19 @@ def run_turn(
     session: Session,
     text: str,
     on_token: Callable[[str], None] | None = None,
+    cancel: TurnCancel | None = None,
 ) -> TurnResult:
-    """Run one turn for ``user`` in ``session`` (the caller checked that the session is his)."""
+    """Run one turn for ``user`` in ``session`` (the caller checked that the session is his).
+
+    ``cancel`` (set from another thread: Stop, a disconnect) ends the turn before its next
+    node and ends its running model call; so does the turn's deadline (settings.TURN_TOTAL_S).
+    Such a turn is stored with what had been said so far; no later node (tribunal, memory)
+    runs on it."""
     t0 = time.perf_counter()
+    clock = TurnClock(
+        cancel=cancel if cancel is not None else TurnCancel(),
+        deadline=time.monotonic() + float(settings.TURN_TOTAL_S),
+    )
     cleaned, failed_step, reason = check_input(text)
     reason = address.for_person(reason, user=user) if reason else reason  # "Sieze mich"
     with _SessionLock(session.pk):
@@ -136,6 +160,7 @@ def run_turn(
                 text=cleaned,
                 turn=turn,
                 on_token=on_token,
+                clock=clock,
             )
             state.extra["elapsed_ms"] = lambda: int((time.perf_counter() - t0) * 1000)
             if failed_step is not None:
@@ -156,8 +181,22 @@ def run_turn(
                 ]
                 state.extra["history_turn_ids"] = [r["id"] for r in rows]
                 try:
-                    for node in NODES:
-                        state = node(state)
+                    # The lock is released at the end however the turn ends, so the next turn
+                    # of this session runs normally after a Stop.
+                    halted: str | None = None
+                    with llm.cancel_scope(clock):
+                        for node in NODES:
+                            # Checked before each node only: a Stop after the last node
+                            # finished changes nothing.
+                            halted = clock.reason()
+                            if halted is not None:
+                                break
+                            state = node(state)
+                            state.extra["_last_node"] = node.__module__.rsplit(".", 1)[-1]
+                            if node is responder.run:
+                                state.extra["_reply_complete"] = True
+                    if halted is not None:
+                        _halt(state, halted)
                 except Exception:
                     logger.exception("turn crashed")
                     state.status, state.step = Status.FAILED, "absturz"
@@ -167,9 +206,44 @@ def run_turn(
             return _finish(state, t0)
 
 
+def _halt(state: TurnState, reason: str) -> None:
+    """The turn was stopped (``reason`` names why, see state.py) before or during a node; the
+    nodes after it did not run. Stop and disconnect keep what had been said (``abgebrochen``);
+    the deadline adds a sentence that says so, unless the reply was already complete."""
+    stream_guard.abandon(state)  # what the sentence guard still held was never said
+    replied = bool(state.extra.get("_reply_complete")) and state.status != Status.CANCELLED
+    with node_log(state, "abbruch") as log:
+        log.outcome = reason
+        log.details = {
+            "nach_knoten": state.extra.get("_last_node", ""),
+            "antwort_vollstaendig": replied,
+            "gesagt_zeichen": len(state.reply),
+        }
+    logger.info("turn stopped", extra={"step": reason, "reply_complete": replied})
+    if reason != STOP_DEADLINE:
+        state.status, state.step = Status.CANCELLED, reason
+        return
+    if replied:
+        # The whole reply was said; only the nodes after it ran out of time: the turn keeps
+        # its status, the "abbruch" row says what was skipped.
+        return
+    message = DEADLINE_TEXT.format(seconds=_seconds(float(settings.TURN_TOTAL_S)))
+    separator = "\n\n" if state.reply else ""
+    if state.on_token is not None:
+        state.on_token(separator + message)
+    state.reply = state.reply + separator + message
+    state.status, state.step = Status.FAILED, reason
+
+
+def _seconds(value: float) -> str:
+    """``1 Sekunde``, ``1,5 Sekunden``, ``60 Sekunden`` (German number and plural)."""
+    number = f"{value:g}".replace(".", ",")
+    return f"{number} Sekunde" if value == 1 else f"{number} Sekunden"
+
+
 def _finish(state: TurnState, t0: float) -> TurnResult:
     result = state.agent_result
-    if result is not None and state.status != Status.FAILED:
+    if result is not None and state.status not in {Status.FAILED, Status.CANCELLED}:
         state.status = result.status
         state.step = result.step
         state.question = result.question

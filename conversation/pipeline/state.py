@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -13,6 +15,51 @@ if TYPE_CHECKING:
 
     from conversation.agents import AgentResult
     from conversation.models import Character, Session, Turn
+
+
+# Why a turn ended before its last node (the turn's ``step``).
+STOP_PERSON = "stopp"  # the person pressed Stop
+STOP_DISCONNECTED = "verbindung_getrennt"  # the client went away mid-turn
+STOP_DEADLINE = "zeitlimit_zug"  # the turn ran past settings.TURN_TOTAL_S
+
+
+class TurnCancel:
+    """The stop signal of one turn, set from another thread (the consumer: Stop, a closed
+    socket; the API: a client gone) and read by the runner between nodes and by every model
+    call of the turn (``llm.cancel_scope``). The first reason wins."""
+
+    def __init__(self) -> None:
+        self._event = threading.Event()
+        self.reason = ""
+        self._lock = threading.Lock()
+
+    def stop(self, reason: str) -> None:
+        with self._lock:
+            if not self._event.is_set():
+                self.reason = reason
+                self._event.set()
+
+    def is_set(self) -> bool:
+        return self._event.is_set()
+
+
+@dataclass
+class TurnClock:
+    """A turn's cancel signal and its deadline as one check (a callable for the gateway)."""
+
+    cancel: TurnCancel
+    deadline: float  # time.monotonic()
+
+    def __call__(self) -> bool:
+        return self.cancel.is_set() or time.monotonic() >= self.deadline
+
+    def reason(self) -> str | None:
+        """``None`` while the turn may go on; else why it must end."""
+        if self.cancel.is_set():
+            return self.cancel.reason or STOP_PERSON
+        if time.monotonic() >= self.deadline:
+            return STOP_DEADLINE
+        return None
 
 
 @dataclass
@@ -37,6 +84,8 @@ class TurnState:
     text: str
     turn: Turn
     on_token: Callable[[str], None] | None = None
+    # Stop / disconnect / deadline of this turn (None: runs to its end, e.g. a unit test)
+    clock: TurnClock | None = None
     # router / agent
     route: str = "gespraech"
     agent_result: AgentResult | None = None
