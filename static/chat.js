@@ -13,6 +13,7 @@
   const statusLine = document.getElementById("status");
   const viewer = document.getElementById("viewer");
   const sendButton = document.getElementById("send");
+  const stopButton = document.getElementById("stop");
   const isStaff = chat.dataset.staff === "1";
   let current = null;
   let busy = false;
@@ -42,7 +43,17 @@
   function setBusy(on) {
     busy = on;
     if (sendButton) sendButton.disabled = on;
+    // Stop is there only while a reply runs (conversation/consumers.py: the "stop" frame).
+    if (stopButton) { stopButton.hidden = !on; stopButton.disabled = false; }
     chat.classList.toggle("busy", on);
+  }
+  if (stopButton) {
+    stopButton.addEventListener("click", function () {
+      if (!busy || !socket || socket.readyState !== WebSocket.OPEN) return;
+      socket.send(JSON.stringify({ type: "stop" }));
+      stopButton.disabled = true; // once is enough; "done" (abgebrochen) ends the turn
+      statusLine.textContent = "Die Antwort wird gestoppt …";
+    });
   }
 
   function send(text) {
@@ -136,6 +147,12 @@
     }
     if (msg.status === "rueckfrage") { li.classList.add("question"); addQuickButtons(li); }
     if (msg.status === "fehler") li.classList.add("failed");
+    if (msg.status === "abgebrochen" && !li.querySelector(".stopped-note")) {
+      // What had been said stays, marked as stopped.
+      li.classList.add("stopped");
+      text.insertAdjacentElement("afterend", el("p", "stopped-note", "abgebrochen"));
+      statusLine.textContent = "Die Antwort wurde gestoppt.";
+    }
     addRecords(li, msg.records);
     addInspectorLink(li, msg.turn_id, msg.ttft_ms, msg.total_ms);
     scroll();
