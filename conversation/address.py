@@ -434,9 +434,9 @@ def to_du(text: str) -> str:
                 if gap < i and out[gap].strip() == "":
                     out[gap] = ""
                 continue
-        verb = _verb_to_du(prev) if pos > 0 else None
-        if verb is not None and not _CLAUSE_BREAK.search("".join(tokens[words[pos - 1] : i])):
-            out[words[pos - 1]] = verb
+        conjugated = _verb_to_du(prev) if pos > 0 else None
+        if conjugated is not None and not _CLAUSE_BREAK.search("".join(tokens[words[pos - 1] : i])):
+            out[words[pos - 1]] = conjugated
             continue
         # "dass Sie da sind": a known verb in the clause, or the verb at its end.
         clause: list[int] = []

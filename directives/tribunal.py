@@ -19,6 +19,7 @@ from django.contrib.auth.models import User
 from conversation.address import has_du, has_formal_sie
 from conversation.vocabulary import CheckOutcome, ModelFault, NodeOutcome
 from directives.selectors import block_rows
+from novaberg import llm
 from novaberg.llm import get_gateway
 
 logger = logging.getLogger(__name__)
@@ -199,6 +200,18 @@ def read_verdict(text: str) -> TribunalResult:
     return TribunalResult(CheckOutcome.VIOLATION, violations, details)
 
 
+# The gateway's failure steps (novaberg/llm.py) as the model faults a fallback names.
+_FAULTS = {
+    llm.STEP_TIMEOUT: ModelFault.TIMEOUT,
+    llm.STEP_FIRST_TOKEN: ModelFault.TIMEOUT,
+    llm.STEP_DEADLINE: ModelFault.TIMEOUT,
+    llm.STEP_CONNECTION: ModelFault.UNREACHABLE,
+    llm.STEP_HTTP: ModelFault.HTTP_ERROR,
+    llm.STEP_UNREADABLE: ModelFault.WRONG_SHAPE,
+    llm.STEP_STREAM_BROKEN: ModelFault.STREAM_BROKEN,
+}
+
+
 def review(*, user: User, reply: str) -> TribunalResult:
     """Check ``reply`` against all active directives of ``user`` (seed 000 §8.3)."""
     directives = [text for text, _context in block_rows(user=user)]
@@ -213,10 +226,8 @@ def review(*, user: User, reply: str) -> TribunalResult:
     gateway = get_gateway()
     result = gateway.chat(messages, purpose=PURPOSE, json_mode=True, hints=hints, temperature=0.0)
     if not result.ok:
-        step = result.failure.step if result.failure else "llm_fehler"
-        fault = ModelFault.TIMEOUT if "zeit" in step else ModelFault.UNREACHABLE
-        if result.failure is not None and result.failure.step == "http_fehler":
-            fault = ModelFault.HTTP_ERROR
+        step = result.failure.step if result.failure else "fehler"
+        fault = _FAULTS.get(step, ModelFault.OTHER)
         return _offline_instead(hints, fault, f"llm_{step}", result.backend, len(directives))
     verdict = read_verdict(result.text)
     if verdict.outcome == CheckOutcome.FAILED:

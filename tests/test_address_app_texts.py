@@ -118,7 +118,7 @@ async def test_the_websocket_error_text_says_sie() -> None:
     app = URLRouter(websocket_urlpatterns)  # type: ignore[arg-type]
     comm = WebsocketCommunicator(app, f"/ws/sessions/{session.pk}/")
     comm.scope["user"] = user  # type: ignore[typeddict-unknown-key]
-    connected, _ = await comm.connect()
+    connected, _ = await comm.connect(timeout=10)
     assert connected
     try:
         await comm.send_to(bytes_data=b"\x00")

@@ -128,7 +128,7 @@ async def test_the_note_arrives_as_a_frame_after_done(fake_llm: FakeOpenAI) -> N
     app = URLRouter(websocket_urlpatterns)  # type: ignore[arg-type]
     comm = WebsocketCommunicator(app, f"/ws/sessions/{session.pk}/")
     comm.scope["user"] = user  # type: ignore[typeddict-unknown-key]
-    connected, _ = await comm.connect()
+    connected, _ = await comm.connect(timeout=10)
     assert connected
     try:
         await comm.send_json_to({"text": "Und?"})

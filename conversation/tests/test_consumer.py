@@ -88,9 +88,10 @@ async def test_reply_streams_token_by_token_and_done_comes_last(
     fake_llm: FakeOpenAI, pair: tuple[Any, Session]
 ) -> None:
     user, session = pair
-    # Tokens 60 ms apart: slower than the sender's 30 ms coalescing, so each is its own frame.
+    # Tokens 60 ms apart: slower than the sender's 30 ms coalescing, so each sentence (the
+    # guard sends whole checked sentences) is its own frame.
     fake_llm.add(
-        "Schön, dass du da bist, erzähl mir mehr.",
+        "Schön. Dass du da bist. Erzähl mir mehr. Bitte.",
         chunk_delay_s=0.06,
         match=lambda body: bool(body.get("stream")),
     )
