@@ -3,23 +3,10 @@ nothing is changed behind the write layer's back (edits go through the tools and
 
 from __future__ import annotations
 
-from typing import Any
-
 from django.contrib import admin
-from django.http import HttpRequest
 
+from conversation.admin import ReadOnlyAdmin as _ReadOnly
 from knowledge.models import KnowledgeEdit, KnowledgeEntry, RueckwegRun
-
-
-class _ReadOnly(admin.ModelAdmin):
-    def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
 
 
 @admin.register(KnowledgeEntry)
