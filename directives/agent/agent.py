@@ -11,7 +11,7 @@ from conversation.models import PendingQuestion
 from conversation.vocabulary import QuestionKind, Status
 from directives import selectors, services
 from directives.agent import detect as patterns
-from directives.agent.classify import classify
+from directives.agent.classify import Classification, classify
 from directives.agent.execute import execute as execute_pending
 from directives.agent.validate import UNCHANGED, Proposal, proposal_for_row, question_for, validate
 from directives.blocks import budget_note
@@ -66,9 +66,16 @@ class DirectivesAgent:
                 step=outcome.step,
                 data={"reason": outcome.reason},
             )
+        return self.propose(ctx, outcome.classification, request_id=request_id)
+
+    def propose(
+        self, ctx: AgentContext, classification: Classification, *, request_id: str
+    ) -> AgentResult:
+        """Validate a classified order and ask its question (never writes). The chat's path
+        after ``classify``; the rules page enters here with an order it already knows."""
         validation = validate(
             user=ctx.user,
-            classification=outcome.classification,
+            classification=classification,
             request_id=request_id,
             message=ctx.text,
         )
@@ -80,7 +87,7 @@ class DirectivesAgent:
                 if validation.result is not None and validation.result.status == Status.FAILED
                 else DirectiveStep.Step.VALIDATED
             ),
-            action=outcome.classification.action,
+            action=classification.action,
             directive_id=validation.details.get("directive_id"),
             outcome=validation.step,
             details=validation.details,
