@@ -166,7 +166,10 @@
     try {
       await call("POST", api + id + "/confirm/");
       closeGate();
+      // Released: the offered sample path is not offered again.
+      $("release-path").defaultValue = "";
       form.reset();
+      $("release-path-hint").textContent = "Ein ganzer Pfad, z. B. ~/Notizen.";
       await refresh();
       const card = cards.get(id);
       if (card) card.el.querySelector("h3").focus();
@@ -390,7 +393,8 @@
     clearTimeout(timer);
     let open = false;
     try {
-      const roots = await call("GET", api);
+      // The folder whose dry run is open above has its one flow there, not a second card.
+      const roots = (await call("GET", api)).filter((r) => r.id !== pending);
       if (first) { list.replaceChildren(); first = false; }
       const seen = new Set();
       roots.forEach((r, index) => {
