@@ -45,6 +45,7 @@
     if (sendButton) sendButton.disabled = on;
     // Stop is there only while a reply runs (conversation/consumers.py: the "stop" frame).
     if (stopButton) { stopButton.hidden = !on; stopButton.disabled = false; }
+    if (on && / gestoppt/.test(statusLine.textContent)) statusLine.textContent = "";
     chat.classList.toggle("busy", on);
   }
   if (stopButton) {
