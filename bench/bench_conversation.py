@@ -80,9 +80,9 @@ def _ttft_runs(user: Any, questions: list[str]) -> tuple[dict[str, list[int]], d
         if n.__module__ not in {"conversation.pipeline.vector", "conversation.pipeline.composer"}
     ]
     configs = {
-        "volle Kette (Vektor + Verfasser + Responder)": full,
-        "ohne Verfasser (Vektor + Responder)": without_composer,
-        "nur Responder": responder_only,
+        "full chain (vector + composer + responder)": full,
+        "without composer (vector + responder)": without_composer,
+        "responder only": responder_only,
     }
     out: dict[str, list[int]] = {}
     with_records: dict[str, int] = {}
@@ -236,14 +236,14 @@ def main() -> None:
     _django.setup(redis=True)
     ttft, with_records, files = ttft_runs()
     ws = websocket_throughput()
-    base = statistics.median(ttft["nur Responder"])
+    base = statistics.median(ttft["responder only"])
     rows = [
         f"| {name} | {statistics.median(v)} | {max(v)} | {statistics.median(v) / base:.2f} | "
         f"{with_records[name]} / {len(v)} |"
         for name, v in ttft.items()
     ]
-    full = statistics.median(ttft["volle Kette (Vektor + Verfasser + Responder)"])
-    without = statistics.median(ttft["ohne Verfasser (Vektor + Responder)"])
+    full = statistics.median(ttft["full chain (vector + composer + responder)"])
+    without = statistics.median(ttft["without composer (vector + responder)"])
     markdown = "\n".join(
         [
             "### Conversation: time to first token and WebSocket throughput",

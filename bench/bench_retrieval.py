@@ -166,15 +166,15 @@ def quality() -> tuple[str, list[float]]:
             **block_changes,
         )
         variants: list[tuple[str, Floor, tuple[str, ...], float, bool]] = [
-            ("dicht", measured, ("dicht",), 1.0, True),
-            ("lexikalisch", measured, ("lexikalisch",), 1.0, True),
+            ("dense", measured, ("dicht",), 1.0, True),
+            ("lexical", measured, ("lexikalisch",), 1.0, True),
             ("fusion (w_lex 1.0)", measured, ("dicht", "lexikalisch"), 1.0, True),
             ("fusion (w_lex 0.5)", measured, ("dicht", "lexikalisch"), 0.5, True),
         ]
         if SUPPORTS_BLOCKS:
             variants.append(
                 (
-                    "fusion, nur Dateizeilen (vor Blockzeilen)",
+                    "fusion, file rows only (before block rows)",
                     measured,
                     ("dicht", "lexikalisch"),
                     1.0,
@@ -183,7 +183,7 @@ def quality() -> tuple[str, list[float]]:
             )
         variants.append(
             (
-                f"fusion, ausgelieferter Boden {shipped.value:.2f}",
+                f"fusion, shipped floor {shipped.value:.2f}",
                 shipped,
                 ("dicht", "lexikalisch"),
                 1.0,
@@ -227,19 +227,21 @@ def quality() -> tuple[str, list[float]]:
         if abs(calib.floor - shipped.value) > 1e-9
         else f"equals the shipped floor {shipped.value:.2f}"
     )
+    # The code path as named in calibrate_floor's German output, its gloss in English.
+    index_path = calibration.index_path().split(" (")[0] + " (watcher, offline enrichment)"
     md = (
         f"Labelled set: {len(labelled)} German questions "
         f"({sum(1 for q in labelled if not q.relevant)} without a relevant file) over "
-        f"{files} files of bench/corpus. Index path: `{calibration.index_path()}` on the real "
+        f"{files} files of bench/corpus. Index path: `{index_path}` on the real "
         "folder. Split: "
-        f"{split.describe()}.\n\n"
+        f"{split_text(split)}.\n\n"
         f"Dense floor calibrated on the calibration split: **{calib.floor:.2f}** (best "
         f"unrelated question {max(calib.unrelated_best):.3f}; keeps {calib.relevant_kept} of "
         f"{len(calib.relevant)} relevant pairs dense; relative margin "
         f"{calib.relative_margin:.3f}); it {differs}.{block_note} Scored on the scoring split "
         "with that floor, the last row with the shipped one:\n\n"
-        "| kanal | recall@3 | nDCG@3 | Fragen ohne Treffer, die trotzdem etwas bekamen | "
-        "recall@3 Kalibrierungsteil (zum Vergleich) | dort ohne Treffer, trotzdem etwas |\n"
+        "| channel | recall@3 | nDCG@3 | questions without a relevant file that still got a hit | "
+        "recall@3 calibration split (for comparison) | there: without a file, still a hit |\n"
         "|---|---|---|---|---|---|\n" + "\n".join(rows) + "\n"
     )
     return md, embed_ms
@@ -467,7 +469,7 @@ def explain(statements: list[tuple[str, Any]]) -> str:
         and "indexblock" not in sql.lower()
     ]
     if not dense:
-        return "keine dichte Anweisung gefunden"
+        return "no dense statement found"
     sql, params = dense[0]
     with transaction.atomic(), connection.cursor() as cur:
         for s, p in statements:
@@ -476,11 +478,11 @@ def explain(statements: list[tuple[str, Any]]) -> str:
         cur.execute("EXPLAIN " + sql, params)
         plan = "\n".join(r[0] for r in cur.fetchall())
     if HNSW_INDEX in plan:
-        return "Index Scan auf HNSW"
+        return "Index Scan on HNSW"
     if "Seq Scan" in plan:
-        return "Seq Scan (exakt)"
+        return "Seq Scan (exact)"
     m = re.search(r"(Bitmap Heap Scan|Index Scan|Index Only Scan)[^\n]*", plan)
-    return f"{m.group(1)} ohne HNSW (exakt)" if m else plan.splitlines()[0][:60]
+    return f"{m.group(1)} without HNSW (exact)" if m else plan.splitlines()[0][:60]
 
 
 def exact_top3(root_id: int, vec: list[float]) -> list[int]:
@@ -584,8 +586,8 @@ def scale_part() -> tuple[str, list[str]]:
             total = int(cur.fetchone()[0])
         print(f"{total:,} rows ready ({time.perf_counter() - t0:.0f} s)", flush=True)
         for label, user, root, n_rows in (
-            ("wenige Zeilen", small_user, small_root, SMALL_PAIR_ROWS),
-            ("viele Zeilen", large_user, large_root, LARGE_PAIR_ROWS),
+            ("few rows", small_user, small_root, SMALL_PAIR_ROWS),
+            ("many rows", large_user, large_root, LARGE_PAIR_ROWS),
         ):
             m = measure_pair(user, nova, root, queries)
             rows.append(
@@ -623,11 +625,25 @@ def main() -> None:
         "### Retrieval per turn (files)\n\n"
         + scale_md
         + "\n"
-        + f"Embedding of the turn text (apart, {calibration_model()}, CPU): p50 "
+        + f"Embedding of the turn text (on its own, `{calibration_model()}`, CPU): p50 "
         f"{pct(embed_ms, 50):.1f} ms, p95 {pct(embed_ms, 95):.1f} ms.\n\n" + quality_md
     )
     _django.write_result("retrieval", md)
     print(f"total {time.perf_counter() - t0:.0f} s")
+
+
+def split_text(split: calibration.Split) -> str:
+    """The split in English (``Split.describe`` is the German text of `calibrate_floor`)."""
+
+    def count(qs: list[calibration.LabelledQuery]) -> str:
+        none = sum(1 for q in qs if not q.relevant)
+        return f"{len(qs)} questions ({none} without a relevant file)"
+
+    return (
+        f"calibration {count(split.calibration)}; scoring {count(split.scoring)} (stratified "
+        "by with/without a relevant file, each stratum sorted by the question's sha256 and "
+        "dealt alternately)"
+    )
 
 
 def calibration_model() -> str:

@@ -69,7 +69,7 @@ async def _client(
     except Closed as closed:
         out.closes[str(closed.code)] += 1
     except TimeoutError:
-        out.closes["keine Antwort (Zeitlimit)"] += 1
+        out.closes["no answer (time limit)"] += 1
     finally:
         await client.close()
 
@@ -120,7 +120,7 @@ def main() -> int:
     lat = sorted(out.latencies)
     p50 = 1000 * statistics.median(lat) if lat else float("nan")
     p95 = 1000 * lat[int(0.95 * (len(lat) - 1))] if lat else float("nan")
-    closes = ", ".join(f"{code}: {n}" for code, n in sorted(out.closes.items())) or "keine"
+    closes = ", ".join(f"{code}: {n}" for code, n in sorted(out.closes.items())) or "none"
     markdown = "\n".join(
         [
             "### Chat WebSocket: idle soak",
