@@ -118,9 +118,13 @@ def offline_findings(directives: list[str], reply: str) -> list[dict[str, str]]:
     # The same readings as the stream guard (quotes and paths are not Nova addressing anyone),
     # so a sentence the guard let through is not found guilty afterwards.
     findings: list[dict[str, str]] = []
+    # Naming a rule (listing the rules, confirming one) is not breaking it.
+    spoken = reply
+    for directive in directives:
+        spoken = re.sub(re.escape(directive.strip().rstrip(".!")), " ", spoken, flags=re.I)
     for directive in directives:
         for term in forbidden_terms(directive):
-            if re.search(rf"\b{re.escape(term)}", reply, re.IGNORECASE):
+            if re.search(rf"\b{re.escape(term)}", spoken, re.IGNORECASE):
                 findings.append({"direktive": directive, "grund": f"'{term}' kommt vor"})
         # The reasons avoid the words "siezen"/"Sie-Form": the correction block that quotes
         # them stands in the responder's prompt, where such a word reads as a rule.

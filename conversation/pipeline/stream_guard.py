@@ -161,8 +161,13 @@ class SentenceGuard:
 
     def check(self, sentence: str) -> tuple[str, dict[str, str] | None]:
         """The sentence as it may be sent, or the violation that withholds it."""
+        # Naming the rule itself ("1. Sprich nie von Milch", "Die Direktive 'Sprich nie von
+        # Milch' ist angelegt") is not talking about Milch: the rule's wording is left out.
+        spoken = sentence
+        for rule in {rule for rule, _term in self.terms}:
+            spoken = re.sub(re.escape(rule.strip().rstrip(".!")), " ", spoken, flags=re.IGNORECASE)
         for rule, term in self.terms:
-            if re.search(rf"\b{re.escape(term)}", sentence, re.IGNORECASE):
+            if re.search(rf"\b{re.escape(term)}", spoken, re.IGNORECASE):
                 return sentence, {"direktive": rule, "grund": f"„{term}“ kommt vor"}
         if self.form is AddressForm.SIE:
             # Always rewritten: an imperative ("Versuch es …") is du-form without a "du".

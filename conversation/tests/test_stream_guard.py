@@ -189,3 +189,28 @@ def test_quoted_rules_and_paths_are_not_nova_addressing_anyone() -> None:
     guard.close()
     assert "".join(sent) == "Ihre Regel „Nenn mich nie du“ gilt. Sie steht in /home/du/regeln.md. "
     assert not guard.withheld and not guard.rewritten
+
+
+def test_naming_the_rule_itself_is_not_breaking_it() -> None:
+    sent: list[str] = []
+    guard = SentenceGuard(form=None, terms=[("Sprich nie von Milch", "Milch")], emit=sent.append)
+    guard.feed("Das sind die Direktiven, an die ich mich halte:\n1. Sprich nie von Milch\n")
+    guard.feed("Milch mag ich trotzdem. ")
+    guard.close()
+    assert (
+        "".join(sent)
+        == "Das sind die Direktiven, an die ich mich halte:\n1. Sprich nie von Milch\n"
+    )
+    assert [w["satz"] for w in guard.withheld] == ["Milch mag ich trotzdem."]
+
+
+def test_offline_the_person_can_still_read_her_rules(session: Session, user: Any) -> None:
+    rule(user, "Sprich nie von Milch")
+    rule(user, "Sieze mich immer")
+
+    received, result = turn(session, user, "Welche Regeln hast du?")
+
+    assert "Sprich nie von Milch" in received
+    assert "Sieze mich immer" in received
+    assert not DU.search(received.replace("Sprich nie von Milch", "")), received
+    assert result.note is None
