@@ -92,6 +92,37 @@ class NodeOutcome(StrEnum):
     SKIPPED_FAILED = "uebersprungen_fehler"
     FAILED = "fehler"
     NO_RESULT = "ohne_ergebnis"
+    # The model's answer was unreadable, empty, wrongly shaped or failed: the node's offline
+    # implementation answered instead (DESIGN.md "Language model calls"); details name the
+    # model's failure (``modellfehler``, a ``ModelFault``).
+    OFFLINE_FALLBACK = "ersatz_offline"
+
+
+class ModelFault(StrEnum):
+    """Why a node did not use the model's answer (``details["modellfehler"]`` of a fallback)."""
+
+    NOT_JSON = "nicht_json"
+    EMPTY = "leer"
+    WRONG_SHAPE = "falsche_form"
+    TIMEOUT = "zeitueberschreitung"
+    UNREACHABLE = "nicht_erreichbar"
+    HTTP_ERROR = "http_fehler"
+    STREAM_BROKEN = "abbruch_im_stream"
+    DOWN_THIS_TURN = "im_turn_ausgefallen"  # an earlier node of the turn found the model down
+    OTHER = "sonstiger_fehler"
+
+
+MODEL_FAULT_LABELS: Mapping[ModelFault, str] = {
+    ModelFault.NOT_JSON: "Modell antwortete nicht lesbar",
+    ModelFault.EMPTY: "Modell antwortete leer",
+    ModelFault.WRONG_SHAPE: "Modell antwortete in falscher Form",
+    ModelFault.TIMEOUT: "Modell antwortete nicht rechtzeitig",
+    ModelFault.UNREACHABLE: "Modell nicht erreichbar",
+    ModelFault.HTTP_ERROR: "Modell meldete einen Fehler",
+    ModelFault.STREAM_BROKEN: "Antwort des Modells brach ab",
+    ModelFault.DOWN_THIS_TURN: "Modell fiel schon früher in diesem Turn aus",
+    ModelFault.OTHER: "Modell antwortete nicht brauchbar",
+}
 
 
 class CheckOutcome(StrEnum):

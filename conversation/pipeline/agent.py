@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 
 from conversation.agents import AgentResult, get_agent
+from conversation.pipeline import fallback
 from conversation.pipeline.logging import node_log
 from conversation.pipeline.pending import agent_context
 from conversation.pipeline.state import TurnState
@@ -36,4 +37,8 @@ def run(state: TurnState) -> TurnState:
         state.agent_result = result
         log.outcome = result.step or result.status
         log.details = {"agent": agent.name, "status": result.status, "step": result.step}
+        if result.data.get(fallback.FALLBACK_KEY):
+            # The agent's model answer was replaced by its offline implementation (named there).
+            keys = (fallback.FALLBACK_KEY, fallback.FAULT_KEY, fallback.STEP_KEY)
+            log.details.update({k: result.data[k] for k in keys if k in result.data})
     return state

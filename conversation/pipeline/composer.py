@@ -12,12 +12,12 @@ import logging
 from typing import Any
 
 from conversation import context
-from conversation.pipeline import sachlage
-from conversation.pipeline.logging import node_log
+from conversation.pipeline import fallback, offline, sachlage
+from conversation.pipeline.logging import NodeRecord, node_log
 from conversation.pipeline.state import TurnState
 from conversation.prompts import blocks
 from conversation.prompts.composer import COMPOSER_INSTRUCTION
-from conversation.vocabulary import NodeOutcome, Status
+from conversation.vocabulary import ModelFault, NodeOutcome, Status
 from novaberg import llm
 
 logger = logging.getLogger(__name__)
@@ -109,16 +109,23 @@ def run(state: TurnState) -> TurnState:
         messages = messages_for(state)
         state.prompts["composer"] = messages
         gateway = llm.get_gateway()
-        result = gateway.chat(messages, purpose="composer", hints=hints_for(state))
+        hints = hints_for(state)
         log.details = {
             "backend": gateway.name,
             "model": gateway.model,
             "blocks": [n for n in context.composer_order() if n in state.blocks],
             "memories": len(state.memories),
             "records": len(state.records),
-            "llm_ms": result.ms,
             "sachlage": state.situation,
         }
+        down = fallback.down_this_turn(state.extra) if gateway.name != "offline" else None
+        if down is not None:
+            # The model was unreachable or too slow earlier in this turn: do not wait again.
+            return _offline_content(
+                state, log, messages, hints, ModelFault.DOWN_THIS_TURN, f"uebersprungen_{down}"
+            )
+        result = gateway.chat(messages, purpose="composer", hints=hints)
+        log.details["llm_ms"] = result.ms
         empty = (result.ok and not result.text.strip()) or (
             result.failure is not None and result.failure.message == "empty message content"
         )
@@ -133,15 +140,39 @@ def run(state: TurnState) -> TurnState:
             log.outcome = "schweigen"
             return state
         if not result.ok or not result.text.strip():
+            # DESIGN.md: a failed or empty answer falls back to the offline composer, which
+            # answers extractively from the same blocks (records with their citation); the
+            # responder then voices that content (composer before responder, as always).
             step = f"llm_{result.failure.step}" if result.failure else "leerer_inhalt"
-            log.outcome = step
-            state.status, state.step = Status.FAILED, step
-            state.reply = LLM_FAILED_TEXT
-            if state.on_token is not None:
-                state.on_token(state.reply)
-            state.ttft_ms = state.extra["elapsed_ms"]()
-            return state
+            fault = fallback.fault_of(result.failure) if not result.ok else ModelFault.EMPTY
+            fallback.note_down(state.extra, fault)
+            return _offline_content(state, log, messages, hints, fault, step)
         state.composer_text = result.text.strip()
         log.outcome = "verfasst"
         log.details["chars"] = len(state.composer_text)
+    return state
+
+
+def _offline_content(
+    state: TurnState,
+    log: NodeRecord,
+    messages: list[dict[str, str]],
+    hints: dict[str, Any],
+    fault: ModelFault,
+    step: str,
+) -> TurnState:
+    content = offline.composer(messages, hints).strip()
+    log.fallback(fault, step=step)
+    if not content:
+        # Not reachable with the offline composer (it always says something); named anyway.
+        log.outcome = step
+        state.status, state.step = Status.FAILED, step
+        state.reply = LLM_FAILED_TEXT
+        if state.on_token is not None:
+            state.on_token(state.reply)
+        state.ttft_ms = state.extra["elapsed_ms"]()
+        return state
+    state.composer_text = content
+    log.outcome = NodeOutcome.OFFLINE_FALLBACK
+    log.details["chars"] = len(content)
     return state

@@ -12,8 +12,9 @@ from typing import Any
 from django.utils import timezone
 
 from conversation.models import PipelineLog
+from conversation.pipeline.fallback import details as fallback_details
 from conversation.pipeline.state import TurnState
-from conversation.vocabulary import NodeOutcome
+from conversation.vocabulary import ModelFault, NodeOutcome
 
 logger = logging.getLogger("novaberg.pipeline")
 
@@ -23,6 +24,11 @@ class NodeRecord:
     node: str
     outcome: str = ""
     details: dict[str, Any] = field(default_factory=dict)
+
+    def fallback(self, fault: ModelFault, *, step: str = "", message: str = "") -> None:
+        """Name a fallback to the node's offline implementation (``ersatz_offline`` and the
+        model's failure) in the details; the outcome stays the node's to set."""
+        self.details.update(fallback_details(fault, step=step, message=message))
 
 
 @contextmanager

@@ -4,7 +4,9 @@ It sees [IDENTITAET], [EIGENE_EMOTION], [KOMMUNIKATION], [GESPRAECHSVERLAUF], th
 [REGELN] and, last, the registered contract blocks ([DIREKTIVEN]; seed 000 §8.1: recency) —
 never memory, records or research (seed 003 §2.2; the order is ``conversation.context``'s).
 A confirmation question is sent exactly as stored (the person must see the wording that the
-gate will execute), not re-voiced.
+gate will execute), not re-voiced. When the model fails before a word of the reply is sent (an
+error, an empty answer), the offline responder says the composer's content instead, named as a
+fallback (``ersatz_offline``); a failure mid-reply stays a failed turn.
 """
 
 from __future__ import annotations
@@ -12,12 +14,12 @@ from __future__ import annotations
 import time
 
 from conversation import context
-from conversation.pipeline import tribunal
+from conversation.pipeline import fallback, offline, tribunal
 from conversation.pipeline.logging import node_log
 from conversation.pipeline.state import TurnState
 from conversation.pipeline.words import new_word_share
 from conversation.prompts import blocks
-from conversation.vocabulary import NodeOutcome, Status
+from conversation.vocabulary import ModelFault, NodeOutcome, Status
 from novaberg import llm
 
 LLM_FAILED_TEXT = (
@@ -105,15 +107,17 @@ def run(state: TurnState) -> TurnState:
         t0 = time.perf_counter()
         tokens: list[str] = []
         failure = None
-        for event in gateway.stream(messages, purpose="responder", hints=hints):
-            if event.kind == "token":
-                if not tokens:
-                    state.ttft_ms = state.extra["elapsed_ms"]()
-                tokens.append(event.text)
-                _emit(state, event.text)
-            elif event.kind == "error":
-                failure = event.failure
-                break
+        down = fallback.down_this_turn(state.extra) if gateway.name != "offline" else None
+        if down is None:
+            for event in gateway.stream(messages, purpose="responder", hints=hints):
+                if event.kind == "token":
+                    if not tokens:
+                        state.ttft_ms = state.extra["elapsed_ms"]()
+                    tokens.append(event.text)
+                    _emit(state, event.text)
+                elif event.kind == "error":
+                    failure = event.failure
+                    break
         state.reply = "".join(tokens)
         log.details = {
             "backend": gateway.name,
@@ -121,6 +125,32 @@ def run(state: TurnState) -> TurnState:
             "stream_ms": int((time.perf_counter() - t0) * 1000),
             "tokens": len(tokens),
         }
+        fault: ModelFault | None = None
+        step = ""
+        if down is not None:
+            # The model was unreachable or too slow earlier in this turn: do not wait again.
+            fault, step = ModelFault.DOWN_THIS_TURN, f"uebersprungen_{down}"
+        elif not state.reply.strip() and not fallback.is_cancel(failure):
+            # Failed (or empty) before any word reached the person: the offline voice says the
+            # composer's content instead. After a Stop nothing is said in the model's place.
+            fault = fallback.fault_of(failure) if failure is not None else ModelFault.EMPTY
+            step = f"llm_{failure.step}" if failure is not None else "leere_antwort"
+        if fault is not None and state.composer_text.strip():
+            if failure is not None:
+                log.details["error"] = failure.message
+            log.fallback(fault, step=step)
+            text = offline.responder(messages, hints)
+            for token in llm.split_tokens(text):
+                if state.ttft_ms is None:
+                    state.ttft_ms = state.extra["elapsed_ms"]()
+                _emit(state, token)
+            state.reply += text
+            state.deviation, new_words = new_word_share(state.reply, state.composer_text)
+            log.details["abweichung"] = state.deviation
+            log.details["neue_woerter"] = new_words[:30]
+            state.extra["new_words"] = new_words
+            log.outcome = NodeOutcome.OFFLINE_FALLBACK
+            return state
         if failure is not None and failure.step == llm.STEP_CANCELLED:
             # Stop, a disconnect or the turn's deadline: what was said stays as said, no failure
             # sentence; the runner ends the turn (runner.py::_halt).

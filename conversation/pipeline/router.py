@@ -8,7 +8,8 @@ With a language model, a message the patterns let pass but that looks like it co
 (a cue word, a rule word, a file word) is put to the model in one short, cheap classification
 call (JSON, ``max_tokens`` small): an order about Nova's behaviour, a files request, or
 conversation. Its answer is read by a checked reader with named failures; an unreadable or
-failed answer falls back to the patterns' verdict (conversation), logged as a named fallback.
+failed answer falls back to the patterns' verdict (conversation), logged as a named fallback
+(``ersatz_offline`` with the model's failure, ``conversation.pipeline.fallback``).
 Nothing executes on the model's word: a writing agent still asks the person.
 """
 
@@ -17,12 +18,15 @@ from __future__ import annotations
 import json
 import logging
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from conversation.agents import Agent, all_agents
+from conversation.pipeline.fallback import details as fallback_details
+from conversation.pipeline.fallback import fault_of, fault_of_reading, note_down
 from conversation.pipeline.logging import node_log
 from conversation.pipeline.state import TurnState
+from conversation.vocabulary import ModelFault
 from novaberg.llm import get_gateway
 
 logger = logging.getLogger(__name__)
@@ -71,6 +75,7 @@ class RouteReading:
     step: str = "gelesen"
     reason: str = ""
     action: str = ""
+    fault: ModelFault | None = None  # why the model's answer was not used (route is None)
 
 
 def _description(agent: Agent) -> str:
@@ -143,12 +148,18 @@ def by_model(text: str, agents: list[Agent]) -> RouteReading:
     )
     if not result.ok:
         step = f"llm_{result.failure.step}" if result.failure else "llm_fehler"
-        return RouteReading(None, step, "das Sprachmodell hat nicht geantwortet")
-    return read_route(result.text, {agent.name for agent in agents})
+        return RouteReading(
+            None, step, "das Sprachmodell hat nicht geantwortet", fault=fault_of(result.failure)
+        )
+    reading = read_route(result.text, {agent.name for agent in agents})
+    if reading.route is None:
+        return replace(reading, fault=fault_of_reading(reading.step))
+    return reading
 
 
-def route(text: str) -> tuple[str, dict[str, Any]]:
-    """(route, details) for one message; the details say how it was decided."""
+def route(text: str, extra: dict[str, Any] | None = None) -> tuple[str, dict[str, Any]]:
+    """(route, details) for one message; the details say how it was decided. ``extra`` is the
+    turn's scratch space: a model found down here is noted for the later nodes."""
     agents = all_agents()
     found = by_patterns(text, agents)
     if found != CONVERSATION:
@@ -157,13 +168,18 @@ def route(text: str) -> tuple[str, dict[str, Any]]:
         return found, {"route": found, "by": "muster"}
     reading = by_model(text, agents)
     if reading.route is None:
-        # DESIGN.md: an unreadable or failed model answer falls back to the offline verdict.
+        # DESIGN.md: an unreadable or failed model answer falls back to the offline verdict
+        # (the patterns), named as a fallback.
         logger.warning("router: fallback to patterns (%s: %s)", reading.step, reading.reason)
+        fault = reading.fault or ModelFault.OTHER
+        if extra is not None:
+            note_down(extra, fault)
         return found, {
             "route": found,
             "by": "rueckfall_muster",
             "fehler": reading.step,
             "grund": reading.reason,
+            **fallback_details(fault, step=reading.step),
         }
     return reading.route, {"route": reading.route, "by": "modell", "aktion": reading.action}
 
@@ -174,7 +190,7 @@ def run(state: TurnState) -> TurnState:
             log.outcome = "antwort_auf_rueckfrage"
             log.details = {"route": state.route}
             return state
-        state.route, details = route(state.text)
+        state.route, details = route(state.text, state.extra)
         log.outcome = state.route
         log.details = details
     return state

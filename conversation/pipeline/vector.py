@@ -8,10 +8,11 @@ import json
 import re
 from typing import Any
 
+from conversation.pipeline import fallback
 from conversation.pipeline.logging import node_log
 from conversation.pipeline.state import ConversationVector, TurnState
 from conversation.prompts.blocks import topics
-from conversation.vocabulary import NodeOutcome
+from conversation.vocabulary import ModelFault, NodeOutcome
 from novaberg import llm
 
 STRATEGIES = (
@@ -112,23 +113,35 @@ def run(state: TurnState) -> TurnState:
             {"role": "user", "content": f"{context}\nuser: {state.text}".strip()},
         ]
         gateway = llm.get_gateway()
-        result = gateway.chat(
-            messages,
-            purpose="conversation_vector",
-            json_mode=True,
-            hints={"text": state.text, "memory": bool(state.memories)},
-            max_tokens=200,
-        )
+        data: dict[str, str] | None = None
+        fault: ModelFault | None = None
+        down = fallback.down_this_turn(state.extra) if gateway.name != "offline" else None
+        if down is not None:
+            # The model was unreachable or too slow earlier in this turn: do not wait again.
+            step, fault = f"uebersprungen_{down}", ModelFault.DOWN_THIS_TURN
+        else:
+            result = gateway.chat(
+                messages,
+                purpose="conversation_vector",
+                json_mode=True,
+                hints={"text": state.text, "memory": bool(state.memories)},
+                max_tokens=200,
+            )
+            if not result.ok:
+                step = f"llm_{result.failure.step}" if result.failure else "llm_fehler"
+                fault = fallback.fault_of(result.failure)
+                fallback.note_down(state.extra, fault)
+            else:
+                data, step = read_vector(result.text)
+                if data is None:
+                    fault = fallback.fault_of_reading(step)
         source = "llm" if gateway.name != "offline" else "regeln"
-        data, step = (
-            (None, f"llm_{result.failure.step}")
-            if not result.ok and result.failure
-            else (read_vector(result.text))
-        )
         if data is None:
-            # A failed or unreadable answer is named; the rules still give the composer a vector.
+            # A failed or unreadable answer is named; the rules (the node's offline
+            # implementation) still give the composer a vector.
             data, source = rules(state.text, has_memory=bool(state.memories)), "regeln"
-            log.outcome = f"ersatz_regeln_{step}"
+            log.outcome = NodeOutcome.OFFLINE_FALLBACK
+            log.fallback(fault or ModelFault.OTHER, step=step)
         else:
             log.outcome = "bestimmt"
         state.vector = ConversationVector(
@@ -139,10 +152,12 @@ def run(state: TurnState) -> TurnState:
             source=source,
             first=data["absicht"] == "task",
         )
-        log.details = {
-            **data,
-            "quelle": source,
-            "backend": gateway.name,
-            "bitte_zuerst": state.vector.first,
-        }
+        log.details.update(
+            {
+                **data,
+                "quelle": source,
+                "backend": gateway.name,
+                "bitte_zuerst": state.vector.first,
+            }
+        )
     return state

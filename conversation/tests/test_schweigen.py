@@ -51,7 +51,7 @@ def test_silence_on_purpose_is_a_short_non_answer(
     assert nodes["responder"] == "schweigen"
 
 
-def test_empty_content_without_silence_is_still_a_named_failure(
+def test_empty_content_without_silence_is_a_named_fallback_to_the_offline_composer(
     fake_llm: FakeOpenAI, api: APIClient, session: Session
 ) -> None:
     fake_llm.set_default("Gern.")
@@ -60,5 +60,9 @@ def test_empty_content_without_silence_is_still_a_named_failure(
 
     answer = _say(api, session, "Ich mag gerade einfach nicht reden.")
 
-    assert answer["reply"] == LLM_FAILED_TEXT
-    assert answer["status"] == "fehler"
+    # Issue 13: not silence, not a bare error either — the offline composer's content.
+    assert answer["reply"] not in (LLM_FAILED_TEXT, SILENCE_TEXT)
+    assert answer["status"] != "fehler"
+    composer = PipelineLog.objects.get(turn_id=answer["turn_id"], node="composer")
+    assert composer.outcome == "ersatz_offline"
+    assert composer.details["modellfehler"] == "leer"

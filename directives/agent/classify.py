@@ -9,6 +9,11 @@ Checked reading (seed 000 §4.3, §4.4): ``null`` is a missing key; an answer th
 field of the wrong type with ``feld_falscher_typ`` naming the field; a ``target_id`` that is
 not a positive integer (or its list spelling ``"[3]"``) with ``kennung_unlesbar``; a missing or
 unknown ``action`` with ``aktion_fehlt`` / ``aktion_unbekannt`` — never a silent ``read``.
+
+Such a failure (and a failed call) does not end the order: the offline classifier reads the
+person's message instead, named as a fallback (step ``ersatz_offline``, details with the
+model's failure), so "Sieze mich ab jetzt immer." reaches its confirmation question even when
+the model babbles.
 """
 
 from __future__ import annotations
@@ -22,6 +27,9 @@ from typing import Any
 from django.contrib.auth.models import User
 
 from conversation.agents import AgentContext
+from conversation.pipeline import fallback
+from conversation.vocabulary import ModelFault, NodeOutcome
+from directives.agent.offline import classify_offline
 from directives.models import Directive
 from directives.selectors import directive_list, inactive_restorable
 from novaberg.llm import get_gateway
@@ -86,6 +94,12 @@ class ClassifyOutcome:
     @property
     def ok(self) -> bool:
         return self.classification is not None
+
+    @property
+    def named_fallback(self) -> dict[str, Any]:
+        """The fallback's names (``ersatz_offline``, ``modellfehler``, ``modellschritt``), or {}."""
+        keys = (fallback.FALLBACK_KEY, fallback.FAULT_KEY, fallback.STEP_KEY)
+        return {k: self.details[k] for k in keys if k in self.details}
 
 
 @dataclass(frozen=True)
@@ -225,17 +239,22 @@ def classify(ctx: AgentContext, listing: Listing | None = None) -> ClassifyOutco
             for n, row in enumerate([*listing.active, *listing.inactive], start=1)
         ],
     }
+    messages = messages_for(ctx, listing)
     result = get_gateway().chat(
-        messages_for(ctx, listing), purpose=PURPOSE, json_mode=True, hints=hints, temperature=0.0
+        messages, purpose=PURPOSE, json_mode=True, hints=hints, temperature=0.0
     )
     if not result.ok:
         step = f"llm_{result.failure.step}" if result.failure else "llm_fehler"
-        return ClassifyOutcome(None, step, "das Sprachmodell hat nicht geantwortet")
+        logger.warning("directives classify: %s, offline classifier instead", step)
+        return _offline(messages, hints, ordinals, fallback.fault_of(result.failure), step, "")
     try:
         classification = parse_answer(result.text, ordinals)
     except ReadError as exc:
-        logger.error("directives classify: %s (%s)", exc.step, exc.reason)
-        return ClassifyOutcome(None, exc.step, exc.reason, {"answer": result.text[:500]})
+        logger.error(
+            "directives classify: %s (%s), offline classifier instead", exc.step, exc.reason
+        )
+        fault = fallback.fault_of_reading(exc.step)
+        return _offline(messages, hints, ordinals, fault, exc.step, result.text)
     return ClassifyOutcome(
         classification,
         details={
@@ -244,5 +263,38 @@ def classify(ctx: AgentContext, listing: Listing | None = None) -> ClassifyOutco
             "target_ordinal": classification.target_ordinal,
             "target_id": classification.target_id,
             "backend": result.backend,
+        },
+    )
+
+
+def _offline(
+    messages: list[dict[str, str]],
+    hints: dict[str, Any],
+    ordinals: dict[int, int],
+    fault: ModelFault,
+    step: str,
+    answer: str,
+) -> ClassifyOutcome:
+    """DESIGN.md "Language model calls": an unreadable or failed model answer falls back to the
+    offline classifier (the German patterns), named as a fallback. It reads the person's own
+    words, never the model's answer, and its result goes through validation and the
+    confirmation question like any other: nothing executes without the person's consent."""
+    named = fallback.details(fault, step=step)
+    try:
+        classification = parse_answer(classify_offline(messages, hints), ordinals)
+    except ReadError as exc:  # a bug of the offline classifier: named, never a crash
+        logger.error("directives classify offline: %s (%s)", exc.step, exc.reason)
+        return ClassifyOutcome(None, step, exc.reason, {**named, "answer": answer[:500]})
+    return ClassifyOutcome(
+        classification,
+        step=NodeOutcome.OFFLINE_FALLBACK,
+        details={
+            "action": classification.action,
+            "anweisung": classification.anweisung,
+            "target_ordinal": classification.target_ordinal,
+            "target_id": classification.target_id,
+            "backend": "offline",
+            **named,
+            **({"answer": answer[:500]} if answer else {}),
         },
     )

@@ -208,21 +208,24 @@ def test_an_ordinal_that_was_never_shown_is_refused_like_a_missing_row(
         pytest.param('{"anweisung": "Sprich nie von Milch"}', "aktion_fehlt", id="no-action"),
     ],
 )
-def test_unreadable_model_answers_end_with_a_named_step_and_nothing_written(
+def test_unreadable_model_answers_fall_back_to_the_offline_classifier_and_only_ask(
     llm: FakeOpenAI, api: APIClient, session: Session, model_answer: str, step: str
 ) -> None:
+    # Issue 13: the reader names the failure, the offline classifier reads the person's words
+    # instead, and the order reaches its question; nothing is written without a yes.
     script_classifier(llm, model_answer)
 
     answer = say(api, session, "Sprich nie von Milch!")
 
-    assert answer["status"] == "fehler"
-    assert answer["step"] == step
-    assert sent_to_model(llm, "An deinen Direktiven ist nichts geändert.")
+    assert answer["status"] == "rueckfrage"
+    assert answer["question"].endswith("Soll ich das so machen?")
     assert not Directive.objects.exists()
-    assert not PendingQuestion.objects.exists()
     row = PipelineLog.objects.get(turn_id=answer["turn_id"], node="agent")
-    assert row.outcome == step
-    assert DirectiveStep.objects.get().outcome == step
+    assert row.details["ersatz_offline"] is True
+    assert row.details["modellschritt"] == step
+    classified = DirectiveStep.objects.get(step=DirectiveStep.Step.CLASSIFIED)
+    assert classified.outcome == "ersatz_offline"
+    assert classified.details["modellschritt"] == step
 
 
 def test_an_expired_question_executes_nothing(
