@@ -4,12 +4,20 @@ from django.contrib.auth.models import User
 from django.http import HttpRequest
 
 from conversation import address
-from novaberg import llm
+from novaberg import health, llm
 
 
 def backend(request: HttpRequest) -> dict[str, object]:
     """The active LLM backend, shown on every page ("Offline-Modus" when none is configured)."""
-    return {"llm_label": llm.backend_label(), "llm_offline": llm.get_gateway().name == "offline"}
+    user = getattr(request, "user", None)
+    staff = bool(user is not None and user.is_authenticated and user.is_staff)
+    return {
+        "llm_label": llm.backend_label(),
+        "llm_offline": llm.get_gateway().name == "offline",
+        # The model's real state (recent calls, last probe; no network here), the address for
+        # staff only (novaberg/health.py::badge).
+        "llm_badge": health.badge(staff=staff),
+    }
 
 
 def address_form(request: HttpRequest) -> dict[str, object]:

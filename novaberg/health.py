@@ -5,8 +5,14 @@ from __future__ import annotations
 from django.conf import settings
 from django.db import connection
 from django.http import HttpRequest, JsonResponse
+from drf_spectacular.utils import extend_schema
+from rest_framework import serializers
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
 
-from novaberg import embeddings, llm
+from novaberg import embeddings, llm, llm_state
+from novaberg.api_errors import ErrorSerializer
 
 REQUIRED = ("database", "pgvector", "redis", "worker", "embeddings")
 
@@ -57,7 +63,49 @@ def _llm() -> str:
     gateway = llm.get_gateway()
     if gateway.name == "offline":
         return "ok"
+    # llm.ping records its probe in llm_state: the header badge reads it.
     return "ok" if llm.ping() else f"nicht erreichbar: {settings.LLM_BASE_URL}"
+
+
+def badge(*, staff: bool, probe: bool = False) -> dict[str, object]:
+    """The header badge: the model's real state (``llm_state``: the recent call outcomes and
+    the last probe), a German label and sentence; the address only for staff. ``probe`` asks
+    the model first when this process has had no news of it for a while."""
+    offline = llm.get_gateway().name == "offline"
+    state = (
+        llm_state.probe_if_stale(offline=offline) if probe else llm_state.current(offline=offline)
+    )
+    address = ""
+    if staff and not offline:
+        address = llm.backend_label().removeprefix("Sprachmodell: ")
+    return {
+        "state": state.value,
+        "label": llm_state.LABELS[state],
+        "sentence": llm_state.SENTENCES[state],
+        "offline": offline,
+        "address": address,
+    }
+
+
+class BadgeSerializer(serializers.Serializer[dict[str, object]]):
+    state = serializers.ChoiceField(
+        choices=[s.value for s in llm_state.ModelState],
+        help_text="offline, ungeprueft, erreichbar, langsam or nicht_erreichbar",
+    )
+    # A declared field is taken out of the class by DRF's metaclass; mypy only sees the name
+    # clash with Field.label.
+    label = serializers.CharField(help_text="what the header shows")  # type: ignore[assignment]
+    sentence = serializers.CharField(help_text="what the state means, in one German sentence")
+    offline = serializers.BooleanField()
+    address = serializers.CharField(help_text="model @ host, for staff only; empty otherwise")
+
+
+class LlmStatusApi(APIView):
+    """GET /api/llm/status/: the header badge's state (the chat page polls it)."""
+
+    @extend_schema(responses={200: BadgeSerializer, 401: ErrorSerializer, 403: ErrorSerializer})
+    def get(self, request: Request) -> Response:
+        return Response(badge(staff=bool(request.user.is_staff), probe=True))
 
 
 def _embeddings() -> str:

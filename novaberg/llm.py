@@ -40,6 +40,8 @@ from urllib.parse import urlsplit
 
 from django.conf import settings
 
+from novaberg import llm_state
+
 logger = logging.getLogger("novaberg.llm")
 
 OfflineHandler = Callable[[list[dict[str, str]], dict], str]
@@ -256,6 +258,11 @@ def _log_call(
             "llm_model": model,
         },
     )
+    if backend != "offline":
+        # The header badge reads the model's state from the recent outcomes (llm_state.py).
+        deadline_s = BUDGETS.get(purpose, DEFAULT_BUDGET).deadline_s
+        limit_s = min(deadline_s, _setting("LLM_TOTAL_S", 60.0))
+        llm_state.record_call(purpose=purpose, outcome=outcome, ms=ms, limit_ms=int(limit_s * 1000))
 
 
 def _cancelled_result(backend: str, model: str, purpose: str, started: float) -> ChatResult:
@@ -930,6 +937,7 @@ def get_gateway() -> Gateway:
             else:
                 _gateway = OfflineBackend()
             _gateway_key = key
+            llm_state.reset()  # what the badge knew was about another gateway
         return _gateway
 
 
@@ -945,7 +953,10 @@ def ping(timeout_s: float = 2.0) -> bool:
     """Health check: True for the offline backend, or when the configured endpoint answers."""
     gateway = get_gateway()
     if isinstance(gateway, OpenAIBackend):
-        return gateway.ping(timeout_s)
+        started = time.perf_counter()
+        ok = gateway.ping(timeout_s)
+        llm_state.record_probe(ok=ok, ms=_elapsed_ms(started))
+        return ok
     return True
 
 

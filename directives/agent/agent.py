@@ -66,7 +66,10 @@ class DirectivesAgent:
                 step=outcome.step,
                 data={"reason": outcome.reason},
             )
-        return self.propose(ctx, outcome.classification, request_id=request_id)
+        result = self.propose(ctx, outcome.classification, request_id=request_id)
+        # A model answer replaced by the offline classifier is named in the turn's log too.
+        result.data.update(outcome.named_fallback)
+        return result
 
     def propose(
         self, ctx: AgentContext, classification: Classification, *, request_id: str
