@@ -16,7 +16,7 @@ from django.urls import reverse
 from django.utils.http import url_has_allowed_host_and_scheme, urlencode
 from django.views.decorators.http import require_GET, require_POST
 
-from conversation import rendering, selectors, services
+from conversation import inspection, rendering, selectors, services
 from conversation.models import Turn
 from novaberg import login_throttle
 from novaberg.auth import request_user
@@ -129,14 +129,20 @@ def turn_inspector(request: HttpRequest, turn_id: int) -> HttpResponse:
         ]
         for node in ("composer", "responder")
     }
+    bars = inspection.node_rows(selectors.waterfall(turn))
     return render(
         request,
         "inspector.html",
         {
             "turn": turn,
             "reply": replies[-1] if replies else None,
-            "bars": selectors.waterfall(turn),
+            "bars": bars,
+            "fallbacks": [bar for bar in bars if bar["fallback"]],
             "prompts": prompts,
             "checks_json": json.dumps(turn.checks or {}, ensure_ascii=False, indent=2),
+            # issue 15: the checks as a table, outcomes in German, the deviation explained.
+            "check_rows": inspection.check_rows(turn.checks or {}),
+            "status_label": inspection.status_label(turn.status),
+            "deviation_explained": inspection.DEVIATION_EXPLAINED,
         },
     )
