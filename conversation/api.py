@@ -22,7 +22,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from conversation import selectors, services
+from conversation import address, selectors, services
 from conversation.models import Session, Turn
 from conversation.pipeline import TurnResult, run_turn
 from conversation.pipeline.runner import check_input
@@ -67,7 +67,7 @@ class SessionIdSerializer(serializers.Serializer[Session]):
     id = serializers.IntegerField()
 
 
-class SessionListSerializer(serializers.Serializer[Session]):
+class SessionListSerializer(serializers.Serializer):
     id = serializers.IntegerField()
     title = serializers.SerializerMethodField(
         help_text="her own title, else the automatic one from her first message"
@@ -150,7 +150,12 @@ class SessionDetailApi(APIView):
     def patch(self, request: Request, session_id: int) -> Response:
         data = SessionRenameSerializer(data=request.data)
         if not data.is_valid():
-            raise ApplicationError("Der neue Titel fehlt (Feld „title“).", step="kein_titel")
+            given = request.data.get("title") if hasattr(request.data, "get") else None
+            if given is None:
+                raise ApplicationError("Der neue Titel fehlt (Feld „title“).", step="kein_titel")
+            raise ApplicationError(
+                "Der Titel muss Text ohne Steuerzeichen sein.", step="titel_unlesbar"
+            )
         session = services.session_rename(
             user=request_user(request), session_id=session_id, title=data.validated_data["title"]
         )
@@ -195,6 +200,14 @@ class RecordsField(serializers.Field):
         ]
 
 
+class TurnNoteSerializer(serializers.Serializer[dict[str, Any]]):
+    """The tribunal's note under the reply (seed 000 §8.3): a broken rule, an invented source."""
+
+    text = serializers.CharField(help_text="the note, in German, as shown under the reply")
+    verstoesse = serializers.ListField(child=serializers.CharField())
+    zitate_ohne_beleg = serializers.ListField(child=serializers.CharField())
+
+
 class TurnReplySerializer(serializers.Serializer[TurnResult]):
     turn_id = serializers.IntegerField()
     status = serializers.ChoiceField(choices=[s.value for s in Status])
@@ -204,6 +217,8 @@ class TurnReplySerializer(serializers.Serializer[TurnResult]):
     records = RecordsField()
     ttft_ms = serializers.IntegerField(allow_null=True)
     total_ms = serializers.IntegerField()
+    # Additive: null unless the tribunal found something after the reply.
+    note = TurnNoteSerializer(allow_null=True, required=False)
 
 
 class MessageRefusedSerializer(serializers.Serializer[dict[str, str]]):
@@ -249,6 +264,7 @@ class MessageCreateApi(APIView):
         refused = _refused_message(request.data)
         if refused is not None:
             step, detail = refused
+            detail = address.for_person(detail, user=user)  # "Sieze mich": the detail says Sie
             logger.info("message refused", extra={"outcome": "abgelehnt", "step": step})
             return Response({"detail": detail, "step": step}, status=status.HTTP_400_BAD_REQUEST)
         data = self.InputSerializer(data=request.data)

@@ -70,6 +70,9 @@ class LoginView(auth_views.LoginView):
         return response
 
 
+CHAT_LIST_LIMIT = 50
+
+
 @login_required
 @require_GET
 def chat(request: HttpRequest, session_id: int | None = None) -> HttpResponse:
@@ -79,7 +82,11 @@ def chat(request: HttpRequest, session_id: int | None = None) -> HttpResponse:
         if latest is not None:
             return redirect("chat-session", session_id=latest.pk)
         # No conversation yet (a login through the admin): the page offers to start one.
-        return render(request, "chat.html", {"session": None, "sessions": [], "turns": []})
+        return render(
+            request,
+            "chat.html",
+            {"session": None, "sessions": [], "turns": [], "title": "Noch kein Gespräch"},
+        )
     session = selectors.session_get(user=user, session_id=session_id)
     if session is None:
         raise Http404
@@ -92,12 +99,19 @@ def chat(request: HttpRequest, session_id: int | None = None) -> HttpResponse:
     }
     # Nova's replies as sanitised HTML (conversation/rendering.py); the person's words stay text.
     html = {turn.pk: rendering.reply_html(turn.text) for turn in turns if turn.role != "user"}
+    # The chat list with the titles she sees (her own, else the automatic one).
+    sessions = [
+        {"pk": s.pk, "title": selectors.session_title(s), "updated_at": s.updated_at}
+        for s in selectors.session_list(user=user)[:CHAT_LIST_LIMIT]
+    ]
+    title = next((s["title"] for s in sessions if s["pk"] == session.pk), None)
     return render(
         request,
         "chat.html",
         {
             "session": session,
-            "sessions": selectors.session_list(user=user)[:50],
+            "sessions": sessions,
+            "title": title or selectors.session_title(session),
             "turns": [(turn, records_json[turn.pk], html.get(turn.pk, "")) for turn in turns],
         },
     )

@@ -94,6 +94,11 @@ def listening(port: int) -> Callable[[], bool]:
     return check
 
 
+# Importing torch and sentence-transformers alone takes ~50 s on these 2 cores while other
+# test runs compete for them: a start is given this long before it counts as failed.
+DAPHNE_START_S = 180.0
+
+
 def start_daphne(
     port: int, *, log_path: Path, application: str = "novaberg.asgi:application", **env: str
 ) -> subprocess.Popen[bytes]:
@@ -104,6 +109,7 @@ def start_daphne(
         log_path=log_path,
         ready=listening(port),
         env=process_env(**env),
+        timeout_s=DAPHNE_START_S,
     )
     try:
         urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=120).close()

@@ -97,7 +97,7 @@ def test_chat_in_a_real_browser(
             expect(page.locator("#roots")).to_contain_text(root.path)
 
             # A new chat welcomes her; an example prompt fills the input, she sends it herself.
-            expect(page.locator("#welcome h1")).to_have_text("Hallo, ich bin Nova.")
+            expect(page.locator("#welcome h2")).to_have_text("Hallo, ich bin Nova.")
             expect(page.locator("#welcome .example")).to_have_count(3)
             page.screenshot(path=str(SCREENSHOTS / "chat-welcome.png"))
             page.locator("#welcome .example").first.click()
@@ -133,8 +133,8 @@ def test_chat_in_a_real_browser(
 
             # The citation opens the lines from the released file.
             reply.locator(".citation").click()
-            expect(page.locator("#viewer-text")).to_have_text(
-                "Donnerstag 14 Uhr: Architekt Brenner\nTreffpunkt Baustelle Lindenweg"
+            expect(page.locator("#viewer .cited .line-text")).to_have_text(
+                ["Donnerstag 14 Uhr: Architekt Brenner", "Treffpunkt Baustelle Lindenweg"]
             )
             page.screenshot(path=str(SCREENSHOTS / "citation.png"))
             page.locator("#viewer .close").click()

@@ -89,8 +89,10 @@ def test_rename_keeps_the_order_and_blank_brings_the_automatic_title_back(
         ({"title": "a\x07b"}, "titel_unlesbar"),
         ({}, "kein_titel"),
         ({"title": None}, "kein_titel"),
+        ({"title": "a\x00b"}, "titel_unlesbar"),
+        ({"title": ["Liste"]}, "titel_unlesbar"),
     ],
-    ids=["too-long", "control-char", "missing", "null"],
+    ids=["too-long", "control-char", "missing", "null", "nul", "not-text"],
 )
 def test_a_bad_title_is_refused_in_german_and_nothing_changes(
     api: APIClient, body: dict[str, Any], step: str
