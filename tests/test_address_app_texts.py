@@ -21,6 +21,7 @@ from conversation.pipeline.state import TurnState
 from conversation.routing import websocket_urlpatterns
 from directives import services
 from tests.factories import SessionFactory, UserFactory
+from tests.fixtures import token_client
 
 DU = re.compile(r"\b(du|dich|dir|dein\w*|schreib|schick|teil|entschuldige)\b", re.IGNORECASE)
 
@@ -128,3 +129,13 @@ async def test_the_websocket_error_text_says_sie() -> None:
     finally:
         await comm.disconnect()
         channel_layers.backends.clear()
+
+
+@pytest.mark.django_db
+def test_the_api_refusal_says_sie(session: Session, user: Any) -> None:
+    services.directive_create(user=user, text="Sieze mich immer")
+    response = token_client(user).post(
+        f"/api/sessions/{session.pk}/messages/", {"text": "  "}, format="json"
+    )
+    assert response.status_code == 400
+    assert response.json()["detail"] == "Ihre Nachricht ist leer – schreiben Sie mir bitte etwas."

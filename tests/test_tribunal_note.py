@@ -21,6 +21,7 @@ from conversation.routing import websocket_urlpatterns
 from directives import services
 from tests.factories import SessionFactory, UserFactory
 from tests.fakes.openai_server import FakeOpenAI
+from tests.fixtures import token_client
 
 RULE = "Antworte immer in höchstens einem Satz"
 VERDICT = json.dumps(
@@ -144,3 +145,13 @@ async def test_the_note_arrives_as_a_frame_after_done(fake_llm: FakeOpenAI) -> N
     finally:
         await comm.disconnect()
         channel_layers.backends.clear()
+
+
+@pytest.mark.django_db
+def test_the_api_answer_carries_the_note(fake_llm: FakeOpenAI, session: Session, user: Any) -> None:
+    fake_llm.add("Laut notizen/erfunden.md:9 ist es so.", match=is_responder)
+    response = token_client(user).post(
+        f"/api/sessions/{session.pk}/messages/", {"text": "Termin?"}, format="json"
+    )
+    assert response.status_code == 200
+    assert response.json()["note"]["zitate_ohne_beleg"] == ["notizen/erfunden.md:9"]
