@@ -743,6 +743,8 @@
   // The composer stays above the on-screen keyboard: the page is as tall as what is visible.
   if (window.visualViewport) {
     const fit = function () {
+      // Only the keyboard shrinks the page; a pinch zoom (scale > 1) leaves the layout alone.
+      if (Math.abs(window.visualViewport.scale - 1) > 0.01) return;
       document.documentElement.style.setProperty("--vvh", window.visualViewport.height + "px");
     };
     window.visualViewport.addEventListener("resize", fit);
