@@ -61,11 +61,14 @@ OUTCOME_LABELS: dict[str, str] = {
     "verstoss": "Verstoß",
     "keine_direktiven": "keine Regeln aktiv",
     "ethik_vorrang": "Ethik geht vor",
+    "eingegriffen": "eingegriffen",
     **{status.value: label for status, label in STATUS_LABELS.items()},
 }
 
 CHECK_LABELS: dict[str, str] = {
+    "direktiven": "Regeln eingehalten",
     "directives": "Regeln eingehalten",
+    "waechter": "Satzprüfung vor dem Senden",
     "zitate": "Fundstellen belegt",
     "herkunft": "Herkunft genannt",
     "abweichung": "Abweichung Inhalt → Antwort",
@@ -110,7 +113,10 @@ def node_rows(bars: list[dict[str, Any]]) -> list[dict[str, Any]]:
             {
                 **bar,
                 "node_label": NODE_LABELS.get(node, node),
-                "outcome_label": outcome_label(outcome),
+                # A fallback's own line says it in full; the outcome word would repeat it.
+                "outcome_label": ""
+                if note and outcome == NodeOutcome.OFFLINE_FALLBACK
+                else outcome_label(outcome),
                 "fallback": note,
                 "bad": any(mark in outcome for mark in _BAD_MARKS),
             }
@@ -154,6 +160,11 @@ def check_rows(checks: dict[str, Any]) -> list[dict[str, str]]:
                 }
             )
             continue
+        elif name == "waechter":
+            changed = len(value.get("umgeschrieben") or [])
+            withheld = len(value.get("zurueckgehalten") or [])
+            verdict = "eingegriffen" if changed or withheld else "ok"
+            found = f"{changed} Satz/Sätze umgeschrieben, {withheld} zurückgehalten"
         elif name == "herkunft":
             verdict = str(value.get("outcome") or "")
             lost = [
