@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from conversation.vocabulary import ConsentOutcome, QuestionKind
 
@@ -266,27 +267,47 @@ _GLYPH_MAP = str.maketrans(
 
 
 # --------------------------------------------------------------------------------------------
+# Precompiled look-ups (derived from the closed sets above; nothing here widens them)
+# --------------------------------------------------------------------------------------------
+
+# A word is a run of characters for which ``str.isalnum()`` holds, or apostrophes: ``\w``
+# without the underscore is exactly ``isalnum`` in Python's ``re``.
+_WORD_SPLIT_RE = re.compile(r"((?:[^\W_]|')+)")
+# The first sign outside DROPPED_SIGNS (the underscore is a sign, not a word character).
+_BAD_SIGN_RE = re.compile("[^\\w'" + "".join(re.escape(ch) for ch in sorted(DROPPED_SIGNS)) + "]|_")
+_CLAUSE_SEPARATOR_RE = re.compile("[" + re.escape("".join(sorted(CLAUSE_SEPARATORS))) + "]")
+# Any refusal stem at all: the ordered stem loop runs only for a word this finds.
+_ANY_STEM_RE = re.compile("|".join(re.escape(stem) for stem in REFUSAL_STEMS))
+# Words that never start a refusal search: consent words and the non-refusing words.
+_NO_STEM_SEARCH: frozenset[str] = CONSENT_WORDS | NON_REFUSING_WORDS
+# Closed phrases by their first word, longest first (the order of CONSENT_PHRASES).
+_PHRASES_BY_FIRST: dict[str, tuple[tuple[str, ...], ...]] = {
+    first: tuple(p for p in CONSENT_PHRASES if p[0] == first)
+    for first in {phrase[0] for phrase in CONSENT_PHRASES}
+}
+_PHRASE_WORDS: frozenset[str] = frozenset(word for phrase in CONSENT_PHRASES for word in phrase)
+# What a consenting answer may consist of, for the output check.
+_VERIFY_WORDS: frozenset[str] = CONSENT_WORDS | FILLER_WORDS | _PHRASE_WORDS
+# Characters that cannot need _normalise (no glyph of _GLYPH_MAP, no emoji): ASCII.
+_GLYPHS = frozenset("\u2026\u2013\u2014\u2019")
+
+
+# --------------------------------------------------------------------------------------------
 # Tokens
 # --------------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
-class _Token:
+class _Token(NamedTuple):
     text: str  # lower-cased word, or the phrase joined by spaces
     clause: int
     is_phrase: bool = False
 
 
-@dataclass(frozen=True, slots=True)
-class _Scan:
+class _Scan(NamedTuple):
     words: list[str]  # lower-cased words in order
     clauses: list[int]  # clause index per word
     gaps: list[str]  # raw text between word i-1 and word i (gaps[0] is before the first)
     bad_sign: str | None  # the first sign outside DROPPED_SIGNS, if any
-
-
-def _is_word_char(ch: str) -> bool:
-    return ch.isalnum() or ch == "'"
 
 
 def _scan(text: str) -> _Scan:
@@ -294,33 +315,22 @@ def _scan(text: str) -> _Scan:
 
     Bad signs split words like any separator, so refusal stems are still found around them.
     """
-    words: list[str] = []
-    clauses: list[int] = []
-    gaps: list[str] = []
-    bad_sign: str | None = None
-    clause = 0
-    word: list[str] = []
-    gap: list[str] = []
-    for ch in text:
-        if _is_word_char(ch):
-            if not word:
-                gaps.append("".join(gap))
-                gap = []
-            word.append(ch)
-            continue
-        if word:
-            words.append("".join(word).lower())
+    bad = _BAD_SIGN_RE.search(text)
+    # [gap, word, gap, word, …, gap]: the words at odd places, the gap before each at even.
+    parts = _WORD_SPLIT_RE.split(text)
+    words = [word.lower() for word in parts[1::2]]
+    gaps = parts[0:-1:2]
+    if _CLAUSE_SEPARATOR_RE.search(text) is None:
+        clauses = [0] * len(words)
+    else:
+        clauses = []
+        clause = 0
+        for gap in gaps:
+            clause += len(_CLAUSE_SEPARATOR_RE.findall(gap))
             clauses.append(clause)
-            word = []
-        gap.append(ch)
-        if ch in CLAUSE_SEPARATORS:
-            clause += 1
-        elif ch not in DROPPED_SIGNS and bad_sign is None:
-            bad_sign = ch
-    if word:
-        words.append("".join(word).lower())
-        clauses.append(clause)
-    return _Scan(words=words, clauses=clauses, gaps=gaps, bad_sign=bad_sign)
+    return _Scan(
+        words=words, clauses=clauses, gaps=gaps, bad_sign=bad.group() if bad is not None else None
+    )
 
 
 def _sign_reason(ch: str) -> str:
@@ -330,20 +340,25 @@ def _sign_reason(ch: str) -> str:
 
 
 def _normalise(text: str) -> str:
-    return _POSITIVE_EMOJI_RE.sub(" ", text.translate(_GLYPH_MAP))
+    if text.isascii():
+        return text  # no glyph of _GLYPH_MAP and no emoji can be in it
+    if not _GLYPHS.isdisjoint(text):
+        text = text.translate(_GLYPH_MAP)
+    return _POSITIVE_EMOJI_RE.sub(" ", text)
 
 
 def _refusal(words: list[str]) -> str | None:
     """seed 000 §3 point 1: the reason of the first refusal, searched outside consent words."""
     for word in words:
-        if word in CONSENT_WORDS or word in NON_REFUSING_WORDS:
+        if word in _NO_STEM_SEARCH:
             # "gerne" and "meinetwegen" contain "ne" but consent.
             continue
         if word in REFUSAL_WORDS:
             return f"refusal_word:{word}"
-        for stem in REFUSAL_STEMS:
-            if stem in word:
-                return f"refusal_stem:{stem}"
+        if _ANY_STEM_RE.search(word) is not None:
+            for stem in REFUSAL_STEMS:  # longest first: the reason names the most specific
+                if stem in word:
+                    return f"refusal_stem:{stem}"
     return None
 
 
@@ -354,10 +369,13 @@ def _phrase_gap_ok(gap: str) -> bool:
 
 def _tokens(scan: _Scan) -> list[_Token]:
     """Collapse closed consent phrases into one token each; keep every other word."""
+    words = scan.words
+    if _PHRASES_BY_FIRST.keys().isdisjoint(words):
+        return [_Token(word, clause) for word, clause in zip(words, scan.clauses, strict=True)]
     tokens: list[_Token] = []
-    words, i = scan.words, 0
+    i = 0
     while i < len(words):
-        for phrase in CONSENT_PHRASES:
+        for phrase in _PHRASES_BY_FIRST.get(words[i], ()):
             end = i + len(phrase)
             if tuple(words[i:end]) == phrase and all(
                 _phrase_gap_ok(scan.gaps[j]) for j in range(i + 1, end)
@@ -526,7 +544,8 @@ def read_answer(text: str, kind: QuestionKind = QuestionKind.YES_NO) -> Reading:
     choice is not read from the answer). Order: empty, correction, refusal (wins), choice,
     signs, words, word order. Only ``outcome == "consent"`` may execute anything.
     """
-    kind = QuestionKind(kind)  # an unknown kind raises ValueError here
+    if kind.__class__ is not QuestionKind:
+        kind = QuestionKind(kind)  # an unknown kind raises ValueError here
     if not isinstance(text, str):
         return Reading(ConsentOutcome.UNCLEAR, "not_text")
     if not text.strip():
@@ -554,13 +573,17 @@ def read_answer(text: str, kind: QuestionKind = QuestionKind.YES_NO) -> Reading:
     return Reading(ConsentOutcome.CONSENT, "consent")
 
 
+# The output checks split words their own way (``\w``, apostrophe), independent of _scan.
+_VERIFY_WORD_RE = re.compile(r"[\w']+")
+
+
 def _verify_whole_consent(text: str) -> None:
     """The output check of a whole-answer consent, re-derived from the raw text."""
     normalised = _normalise(text)
-    for ch in normalised:
-        if not (_is_word_char(ch) or ch in DROPPED_SIGNS):
-            raise RuntimeError(f"consent with a sign: {ch!r}")
-    words = re.findall(r"[\w']+", normalised.lower())
+    sign = _BAD_SIGN_RE.search(normalised)
+    if sign is not None:
+        raise RuntimeError(f"consent with a sign: {sign.group()!r}")
+    words = _VERIFY_WORD_RE.findall(normalised.lower())
     if " ".join(words) not in WHOLE_CONSENTS:
         raise RuntimeError("whole consent that is not in the closed set")
     if _refusal(words) is not None:
@@ -571,17 +594,16 @@ def _verify_consent(text: str) -> None:
     """Independent output check before anything may execute (seed 000 §3, the seed's
     "Ausgabe-Verifikation"): re-derived from the raw text, raises instead of consenting."""
     normalised = _normalise(text)
-    for ch in normalised:
-        if not (_is_word_char(ch) or ch in DROPPED_SIGNS):
-            raise RuntimeError(f"consent with a sign: {ch!r}")
-    words = re.findall(r"[\w']+", normalised.lower())
-    phrase_words = {word for phrase in CONSENT_PHRASES for word in phrase}
+    sign = _BAD_SIGN_RE.search(normalised)
+    if sign is not None:
+        raise RuntimeError(f"consent with a sign: {sign.group()!r}")
+    words = _VERIFY_WORD_RE.findall(normalised.lower())
     if not words:
         raise RuntimeError("consent without words")
     for word in words:
-        if word not in CONSENT_WORDS and word not in FILLER_WORDS and word not in phrase_words:
+        if word not in _VERIFY_WORDS:
             raise RuntimeError(f"consent with a foreign word: {word!r}")
-        if word in CONSENT_WORDS or word in NON_REFUSING_WORDS:
+        if word in _NO_STEM_SEARCH:
             continue
         if word in REFUSAL_WORDS or any(stem in word for stem in REFUSAL_STEMS):
             raise RuntimeError(f"consent with a refusal: {word!r}")
