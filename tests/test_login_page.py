@@ -12,11 +12,13 @@ pytestmark = pytest.mark.django_db
 
 
 def test_a_failed_login_keeps_the_username_and_says_why() -> None:
-    UserFactory(username="zora")
-    answer = Client().post("/login/", {"username": "zora", "password": "falsch"})
+    UserFactory(username="ylva-login")
+    answer = Client(REMOTE_ADDR="10.0.9.1").post(
+        "/login/", {"username": "ylva-login", "password": "falsch"}
+    )
     assert answer.status_code == 200
     html = answer.content.decode()
-    assert 'value="zora"' in html
+    assert 'value="ylva-login"' in html
     assert "Benutzername oder Passwort stimmen nicht." in html and 'role="alert"' in html
     # The cursor goes to the password, the field that needs typing again.
     password = html.split('id="id_password"', 1)[1].split(">", 1)[0]
