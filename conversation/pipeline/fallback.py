@@ -1,8 +1,7 @@
 """Degrade node by node (DESIGN.md "Language model calls"): when a node's model answer is
 unreadable, empty, wrongly shaped or failed, that node's offline implementation answers instead.
 
-This module names the model's failure (a ``ModelFault``), runs a purpose's offline handler (the
-same deterministic code the offline backend uses) and writes the named fallback into the node's
+This module names the model's failure (a ``ModelFault``) and the named fallback for the node's
 log details: ``{"ersatz_offline": true, "modellfehler": "nicht_json", "modellschritt": …}``.
 
 A fallback never executes anything: an agent that writes still asks the person first; the
@@ -87,14 +86,6 @@ def label(fault: str) -> str:
         return MODEL_FAULT_LABELS[ModelFault(fault)]
     except ValueError:
         return MODEL_FAULT_LABELS[ModelFault.OTHER]
-
-
-def offline_text(
-    purpose: str, messages: list[dict[str, str]], hints: dict[str, Any] | None = None
-) -> str:
-    """What the offline backend answers for ``purpose`` (its registered handler); "" if none."""
-    result = llm.OfflineBackend().chat(messages, purpose=purpose, hints=hints)
-    return result.text if result.ok else ""
 
 
 def note_down(extra: dict[str, Any], fault: ModelFault) -> None:
