@@ -49,9 +49,18 @@ logger = logging.getLogger(__name__)
 
 CHUNK = 1 << 20
 PROGRESS_EVERY_S = 0.5
+# Unchanged files between two progress calls (the clock is read at most this often).
+PROGRESS_EVERY_FILES = 64
+# A row's last_seen_at is refreshed when it is older than this: a rescan of unchanged files
+# writes no row at all (the run's own finished_at is the exact time of the last sighting).
+LAST_SEEN_GRANULARITY = timedelta(hours=1)
+KNOWN_SQL = (
+    "SELECT rel_path, id, size, mtime_ns, ctime_ns, inode, inhalt_hash, state "
+    "FROM files_indexentry WHERE root_id = %s"
+)
 # New/changed files learned together: one embedding call for their topics and blocks. Each
 # file still commits on its own; a kill loses at most the files of the batch not yet written.
-LEARN_BATCH_FILES = 8
+LEARN_BATCH_FILES = 32
 
 ProgressFn = Callable[[int, int], None]
 
@@ -124,24 +133,30 @@ def root_lock(root_id: int) -> Iterator[bool]:
 
 
 def _read_and_hash(found: scan.Found, max_bytes: int) -> tuple[str, bytes]:
-    """sha256 streamed in 1 MiB chunks; the bytes are kept for parsing (size-limited)."""
-    digest = hashlib.sha256()
-    chunks: list[bytes] = []
-    total = 0
+    """sha256 of the whole file; the bytes are kept for parsing (size-limited).
+
+    The first read asks for the size the walk saw plus one byte, so a file that did not grow
+    is read in one call and its EOF in a second; a file that grew is read on in 1 MiB chunks
+    (never a 1 MiB buffer for a 4 KiB file)."""
     fd = scan.open_readonly(found.path)
     try:
-        while True:
+        first = os.read(fd, min(found.size, max_bytes) + 1)
+        chunks = [first]
+        total = len(first)
+        while first:
+            if total > max_bytes:
+                raise _TooLarge
             chunk = os.read(fd, CHUNK)
             if not chunk:
                 break
             total += len(chunk)
-            if total > max_bytes:
-                raise _TooLarge
-            digest.update(chunk)
             chunks.append(chunk)
+        if total > max_bytes:
+            raise _TooLarge
     finally:
         os.close(fd)
-    return digest.hexdigest(), b"".join(chunks)
+    data = chunks[0] if len(chunks) == 1 else b"".join(chunks)
+    return hashlib.sha256(data).hexdigest(), data
 
 
 class _TooLarge(Exception):
@@ -172,7 +187,6 @@ class _Run:
         self.error_steps: Counter[str] = Counter()
         self.notes: Counter[str] = Counter()
         self.present: set[str] = set()
-        self.touched_unchanged: list[str] = []
         self.pending: list[FileToIndex] = []
         self.max_bytes: int = settings.FILES_MAX_BYTES
         self._last_progress = 0.0
@@ -232,41 +246,62 @@ class _Run:
         for item in items:
             if isinstance(item, scan.Skip):
                 self.skip(item.rel_path, item.reason)
-        existing: dict[str, Known] = {
-            row[0]: Known(*row[1:])
-            for row in IndexEntry.objects.filter(root=self.root).values_list(
-                "rel_path", "id", "size", "mtime_ns", "ctime_ns", "inode", "inhalt_hash", "state"
-            )
-        }
+        # The stored state of the whole root in one query, as plain tuples: the fast path
+        # below builds no ORM object and sends no query for an unchanged file.
+        with connection.cursor() as cur:
+            cur.execute(KNOWN_SQL, [self.root.pk])
+            existing: dict[str, Known] = {row[0]: Known(*row[1:]) for row in cur.fetchall()}
+        # The fast-path key of every row that may skip the read: present and hashed.
+        fast_keys: dict[str, tuple[int | None, ...]] = (
+            {}
+            if self.full_hash
+            else {
+                path: (k.size, k.mtime_ns, k.ctime_ns, k.inode)
+                for path, k in existing.items()
+                if k.inhalt_hash and k.state == IndexEntry.State.PRESENT
+            }
+        )
         total = len(found)
         self.progress(0, total, force=True)
+        hooked = bool(settings.FILES_TEST_HOOK)
+        present = self.present
+        unchanged = 0
+        since_progress = 0
         for done, item in enumerate(found, start=1):
+            rel_path = item[0]
+            # item[2:6] is (size, mtime_ns, ctime_ns, inode): one slice, no attribute look-ups.
+            if fast_keys.get(rel_path) == item[2:6]:
+                # Fast path (DESIGN.md "Files"): same (size, mtime_ns, ctime_ns, inode).
+                present.add(rel_path)
+                unchanged += 1
+                since_progress += 1
+                if hooked:
+                    hook(AFTER_FILE)
+                if since_progress >= PROGRESS_EVERY_FILES:
+                    since_progress = 0
+                    self.counts["unchanged"] += unchanged
+                    unchanged = 0
+                    self.progress(done - len(self.pending), total)
+                continue
             try:
-                self.one_file(item, existing.get(item.rel_path))
+                self.one_file(item, existing.get(rel_path))
             except Exception as exc:  # one bad file must not end the run
-                logger.exception("watcher: unexpected failure on %s", item.rel_path)
-                self.present.add(item.rel_path)
-                self.error("unerwartet", item.rel_path, f"{type(exc).__name__}: {exc}")
+                logger.exception("watcher: unexpected failure on %s", rel_path)
+                present.add(rel_path)
+                self.error("unerwartet", rel_path, f"{type(exc).__name__}: {exc}")
             if len(self.pending) >= LEARN_BATCH_FILES:
                 self.learn_pending()
             hook(AFTER_FILE)
+            self.counts["unchanged"] += unchanged
+            unchanged = since_progress = 0
             self.progress(done - len(self.pending), total)
+        self.counts["unchanged"] += unchanged
         self.learn_pending()
         self.finish(existing)
         return total, self.counts_now()
 
     def one_file(self, item: scan.Found, known: Known | None) -> None:
-        if (
-            known is not None
-            and not self.full_hash
-            and known.inhalt_hash
-            and known.state == IndexEntry.State.PRESENT
-            and known.same_key(item)
-        ):
-            self.present.add(item.rel_path)
-            self.touched_unchanged.append(item.rel_path)
-            self.counts["unchanged"] += 1
-            return
+        """A file the fast path did not settle: read, hash, and learn it if it changed."""
         try:
             digest, data = _read_and_hash(item, self.max_bytes)
         except _TooLarge:
@@ -321,7 +356,6 @@ class _Run:
         if not came_back and known.same_key(item):
             # Verified by hash and nothing to record: last_seen_at is set in bulk at the end.
             self.present.add(item.rel_path)
-            self.touched_unchanged.append(item.rel_path)
             self.counts["unchanged"] += 1
             return
         with transaction.atomic():
@@ -369,10 +403,13 @@ class _Run:
             IndexEntry.objects.filter(root=self.root, rel_path__in=batch).update(
                 state=IndexEntry.State.GONE
             )
-        for start in range(0, len(self.touched_unchanged), 5000):
-            IndexEntry.objects.filter(
-                root=self.root, rel_path__in=self.touched_unchanged[start : start + 5000]
-            ).update(last_seen_at=now)
+        # Every row still present was seen by this completed run (the others were just marked
+        # gone): one statement, and only for rows whose stamp is older than the granularity.
+        IndexEntry.objects.filter(
+            root=self.root,
+            state=IndexEntry.State.PRESENT,
+            last_seen_at__lt=now - LAST_SEEN_GRANULARITY,
+        ).update(last_seen_at=now)
         self.counts["gone"] = len(gone)
 
 

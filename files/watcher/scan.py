@@ -14,6 +14,7 @@ from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import NamedTuple
 
 from files.boundary import is_inside
 from files.watcher.parsers import BINARY_PROBE, looks_binary, parser_for_name
@@ -40,8 +41,13 @@ class RootMissing(Exception):
     """The root directory itself is gone or unreadable (rows are kept, the state is shown)."""
 
 
-@dataclass(frozen=True, slots=True)
-class Found:
+class Found(NamedTuple):
+    """A file the watcher would read, with the fast-path key from the walk's own lstat.
+
+    A tuple on purpose: a rescan builds one per file, and ``item[2:6]`` (size, mtime_ns,
+    ctime_ns, inode; one slice) is what the fast path compares with the stored key
+    (``files.watcher.run``). Keep the field order."""
+
     rel_path: str
     path: str
     size: int
@@ -51,8 +57,7 @@ class Found:
     format: str
 
 
-@dataclass(frozen=True, slots=True)
-class Skip:
+class Skip(NamedTuple):
     rel_path: str
     reason: str
 
@@ -116,8 +121,9 @@ def walk(
             yield Skip(rel_dir, UNREADABLE)
             continue
         subdirs: list[str] = []
+        cut = len(root_str) + 1
         for entry in entries:
-            rel = entry.path[len(root_str) + 1 :]
+            rel = entry.path[cut:]
             try:
                 rel.encode("utf-8")
             except UnicodeEncodeError:
