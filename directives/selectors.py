@@ -10,7 +10,7 @@ from django.db.models import Q, QuerySet
 from django.utils import timezone
 
 from conversation.models import PendingQuestion
-from conversation.vocabulary import QuestionStatus
+from conversation.vocabulary import QuestionKind, QuestionStatus
 from directives.models import Directive, DirectiveStep
 
 # Words that say nothing about which directive is meant ("Vergiss die Siez-Regel").
@@ -141,11 +141,13 @@ def pending_get(*, user: User, pending_id: int) -> PendingQuestion | None:
 
 
 def pending_open(*, user: User) -> PendingQuestion | None:
-    """The person's newest open, unexpired directives question, in whichever conversation."""
+    """The person's newest open, unexpired yes/no question of the directives, in whichever
+    conversation (a choice question is answered in the chat, by naming the rule)."""
     return (
         PendingQuestion.objects.filter(
             user=user,
             agent="directives",
+            kind=QuestionKind.YES_NO,
             status=QuestionStatus.OPEN,
             expires_at__gt=timezone.now(),
         )

@@ -10,9 +10,12 @@ import pytest
 from django.test import Client
 from rest_framework.test import APIClient
 
+from conversation.agents import AgentContext
 from conversation.models import PendingQuestion
+from conversation.vocabulary import QuestionKind
 from directives import services
-from directives.agent.validate import question_for
+from directives.agent.agent import DirectivesAgent
+from directives.agent.validate import Proposal, question_for
 from directives.models import Directive, DirectiveStep
 from directives.tests.helpers import say
 
@@ -247,3 +250,19 @@ def test_the_page_says_sie_when_a_rule_demands_it(user: Any) -> None:
 def test_the_page_needs_a_login(client: Client) -> None:
     answer = client.get("/regeln/")
     assert answer.status_code == 302 and "/login/" in answer["Location"]
+
+
+def test_a_choice_question_of_the_chat_is_not_offered_for_a_consent_click(
+    user: Any, session: Any
+) -> None:
+    """A choice is answered by naming the rule; "Ja, so machen" could not answer it."""
+    ctx = AgentContext(user=user, character=session.character, session=session, text="")
+    choice = "Dazu passen mehrere Direktiven: [1] 'A', [2] 'B'. Welche soll ich entfernen?"
+    DirectivesAgent()._ask(
+        ctx,
+        Proposal("delete", choice, {"action": "delete"}, kind=QuestionKind.CHOICE),
+    )
+    client = Client()
+    client.force_login(user)
+    html = client.get("/regeln/").content.decode()
+    assert 'data-pending=""' in html and "Welche soll ich entfernen" not in html
