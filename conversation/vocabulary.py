@@ -109,6 +109,7 @@ class ModelFault(StrEnum):
     HTTP_ERROR = "http_fehler"
     STREAM_BROKEN = "abbruch_im_stream"
     DOWN_THIS_TURN = "im_turn_ausgefallen"  # an earlier node of the turn found the model down
+    CANCELLED = "abgebrochen"  # Stop, a disconnect or the turn's deadline ended the call
     OTHER = "sonstiger_fehler"
 
 
@@ -121,6 +122,7 @@ MODEL_FAULT_LABELS: Mapping[ModelFault, str] = {
     ModelFault.HTTP_ERROR: "Modell meldete einen Fehler",
     ModelFault.STREAM_BROKEN: "Antwort des Modells brach ab",
     ModelFault.DOWN_THIS_TURN: "Modell fiel schon früher in diesem Turn aus",
+    ModelFault.CANCELLED: "Turn abgebrochen, bevor das Modell antwortete",
     ModelFault.OTHER: "Modell antwortete nicht brauchbar",
 }
 

@@ -12,9 +12,11 @@ from django.test import Client
 from rest_framework.test import APIClient
 
 from conversation.models import PendingQuestion, PipelineLog, Session, Turn
+from conversation.pipeline import fallback
 from conversation.pipeline.offline import OFFLINE_NO_CONTENT
 from directives.models import Directive
 from directives.tests.helpers import is_classify, say
+from novaberg.llm import LLMFailure
 from tests.fakes.openai_server import FakeOpenAI, closed_port_url
 
 pytestmark = pytest.mark.django_db
@@ -60,6 +62,23 @@ def logs(turn_id: int) -> dict[str, PipelineLog]:
 def assert_fallback(row: PipelineLog, fault: str) -> None:
     assert row.details.get("ersatz_offline") is True, (row.node, row.outcome, row.details)
     assert row.details.get("modellfehler") == fault, row.details
+
+
+# -- naming the model's failure ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("step", "message", "fault"),
+    [
+        pytest.param("verbindung", "connection failed", "nicht_erreichbar", id="refused"),
+        pytest.param("zeitlimit_erstes_token", "", "zeitueberschreitung", id="first-token"),
+        pytest.param("antwort_unlesbar", "no choices in str", "nicht_json", id="html-page"),
+        pytest.param("antwort_unlesbar", "empty message content", "leer", id="empty"),
+        pytest.param("abgebrochen", "cancelled after 3 tokens", "abgebrochen", id="stop"),
+    ],
+)
+def test_the_gateways_failures_get_their_names(step: str, message: str, fault: str) -> None:
+    assert fallback.fault_of(LLMFailure(step, message)) == fault
 
 
 # -- router -----------------------------------------------------------------------------------

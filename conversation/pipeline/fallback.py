@@ -33,6 +33,8 @@ def fault_of(failure: llm.LLMFailure | None) -> ModelFault:
     if failure is None:
         return ModelFault.EMPTY
     step = failure.step
+    if step in _CANCEL_STEPS:
+        return ModelFault.CANCELLED
     if step == llm.STEP_CONNECTION:
         return ModelFault.UNREACHABLE
     if step in _TIMEOUT_STEPS:
