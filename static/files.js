@@ -243,7 +243,7 @@
 
   function problemText(root) {
     if (root.missing) {
-      return "Der Ordner ist nicht mehr da. Was Nova schon gelesen hat, bleibt, bis du den Ordner vergisst; " +
+      return `Der Ordner ist nicht mehr da. Was Nova schon gelesen hat, bleibt, bis ${sie ? "Sie" : "du"} den Ordner ${sie ? "vergessen" : "vergisst"}; ` +
         "taucht er wieder auf, liest sie ihn beim nächsten Lauf.";
     }
     if (root.problem) return root.problem.reason;
