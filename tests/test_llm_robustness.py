@@ -22,6 +22,7 @@ from django.conf import settings as django_settings
 from django.test import Client
 
 from bench import _django as bench_results
+from conversation import address
 from conversation.models import Character, PendingQuestion, Session
 from conversation.pipeline import TurnResult, run_turn
 from conversation.tests.socket_client import SocketClient
@@ -211,6 +212,11 @@ async def say(client: SocketClient, text: str, *, stop_after_tokens: int | None 
     tokens = 0
     while True:
         event = await client.receive_json(timeout=frame_timeout)
+        if not events and event.get("type") == "note":
+            # The tribunal's note on the previous reply comes after that turn's "done".
+            assert isinstance(event.get("turn_id"), int) and isinstance(event.get("text"), str)
+            assert event["text"].strip(), event
+            continue
         events.append(event)
         if event.get("type") == "token":
             tokens += 1
@@ -358,6 +364,12 @@ def test_a_scripted_conversation_of_ten_turns_finishes_every_turn_in_time(
     rules = Directive.objects.filter(user=chat.session.user, active=True)
     assert rules.count() == 1, list(rules.values_list("text", flat=True))
     assert turns[6].stopped and turns[6].done.get("status") == Status.CANCELLED, turns[6].done
+    # "Sieze mich" holds from the confirmation on, whatever the model writes: no "du" from Nova
+    # reaches the chat, streamed or in the stored reply (the sentence guard, seed 000 §8.3).
+    for said in turns[3:]:
+        streamed = "".join(e["text"] for e in said.events if e.get("type") == "token")
+        assert not address.has_du(streamed), (said.text, streamed)
+        assert not address.has_du(said.done.get("reply") or ""), (said.text, said.done)
     assert not late_calls(calls)
     assert "Traceback" not in daphne.since(offset)
     # Only a conversation that kept every promise becomes the README's figure.
