@@ -784,6 +784,9 @@ def test(pytest_args: list[str]) -> None:
             **os.environ,
             **start_test_services(run_dir, started),
             "NOVABERG_TEST_RUN": str(run_dir),
+            # The ONNX export of the packaged model (minutes on a busy machine) outlives a run.
+            "NOVABERG_EMBEDDINGS_CACHE_DIR": os.environ.get("NOVABERG_EMBEDDINGS_CACHE_DIR")
+            or str(embedded.ensure_data_dir() / "models"),
             "NOVABERG_REQUIRE_BROWSER": os.environ.get("NOVABERG_REQUIRE_BROWSER", "1"),
         }
         check_database(env)

@@ -263,9 +263,17 @@ for _name, _value in (
     if _value <= 0:
         _fail(f"{_name} must be > 0, got {_value}")
 
+# "local": the fastest local runtime that passed its check (ONNX Runtime, int8), PyTorch when
+# ONNX Runtime cannot serve; "local-torch" / "local-onnx": that runtime only
+# (novaberg/embeddings.py).
 EMBEDDINGS_BACKEND = env_str("NOVABERG_EMBEDDINGS", "local")
-if EMBEDDINGS_BACKEND not in {"local", "openai"}:
-    _fail(f"NOVABERG_EMBEDDINGS must be 'local' or 'openai', got {EMBEDDINGS_BACKEND!r}")
+if EMBEDDINGS_BACKEND not in {"local", "local-torch", "local-onnx", "openai"}:
+    _fail(
+        "NOVABERG_EMBEDDINGS must be 'local', 'local-torch', 'local-onnx' or 'openai', "
+        f"got {EMBEDDINGS_BACKEND!r}"
+    )
+# Where the ONNX export of the packaged model is cached (named by the hash of its weights).
+EMBEDDINGS_CACHE_DIR = Path(env_str("NOVABERG_EMBEDDINGS_CACHE_DIR") or str(DATA_DIR / "models"))
 EMBEDDINGS_MODEL = env_str("NOVABERG_EMBEDDINGS_MODEL", "text-embedding-3-small")
 EMBEDDINGS_BASE_URL = env_str("NOVABERG_EMBEDDINGS_BASE_URL", LLM_BASE_URL)
 EMBEDDING_DIM = env_int("NOVABERG_EMBEDDING_DIM", 384, minimum=1)

@@ -83,6 +83,13 @@ def test_local_empty_input_gives_no_vectors(local: None) -> None:
 def test_local_label_and_warm_up(local: None) -> None:
     embeddings.warm_up()
 
+    assert embeddings.backend_label() == "lokal: all-MiniLM-L6-v2, ONNX int8 (384)"
+
+
+def test_local_torch_label_and_warm_up(local: None, settings: Any) -> None:
+    settings.EMBEDDINGS_BACKEND = "local-torch"
+    embeddings.warm_up()
+
     assert embeddings.backend_label() == "lokal: all-MiniLM-L6-v2 (384)"
 
 

@@ -78,7 +78,7 @@ def test_the_floor_comes_from_the_stored_calibration(
     shipped = ask(user, nova, text).log
     # The migration ships the measured floor of the packaged model, with its note.
     assert shipped["floor_source"] == f"kalibriert: {embedding_model_label()}"
-    assert shipped["floor"] == 0.4
+    assert shipped["floor"] == 0.39  # ONNX int8 (files/migrations/0006); PyTorch's row: 0.40
     RetrievalCalibration.objects.update_or_create(
         embedding_model=embedding_model_label(),
         defaults={
