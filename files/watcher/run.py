@@ -250,16 +250,16 @@ class _Run:
         # below builds no ORM object and sends no query for an unchanged file.
         with connection.cursor() as cur:
             cur.execute(KNOWN_SQL, [self.root.pk])
-            existing: dict[str, Known] = {row[0]: Known(*row[1:]) for row in cur.fetchall()}
-        # The fast-path key of every row that may skip the read: present and hashed.
-        fast_keys: dict[str, tuple[int | None, ...]] = (
+            rows: list[tuple[Any, ...]] = cur.fetchall()
+        # rel_path -> the raw row; a Known is built only for a file the fast path cannot settle.
+        existing: dict[str, tuple[Any, ...]] = {row[0]: row for row in rows}
+        present_state = IndexEntry.State.PRESENT
+        # The fast-path key (size, mtime_ns, ctime_ns, inode) of every row that may skip the
+        # read: present and hashed.
+        fast_keys: dict[str, tuple[Any, ...]] = (
             {}
             if self.full_hash
-            else {
-                path: (k.size, k.mtime_ns, k.ctime_ns, k.inode)
-                for path, k in existing.items()
-                if k.inhalt_hash and k.state == IndexEntry.State.PRESENT
-            }
+            else {row[0]: row[2:6] for row in rows if row[6] and row[7] == present_state}
         )
         total = len(found)
         self.progress(0, total, force=True)
@@ -283,8 +283,9 @@ class _Run:
                     unchanged = 0
                     self.progress(done - len(self.pending), total)
                 continue
+            row = existing.get(rel_path)
             try:
-                self.one_file(item, existing.get(rel_path))
+                self.one_file(item, Known(*row[1:]) if row is not None else None)
             except Exception as exc:  # one bad file must not end the run
                 logger.exception("watcher: unexpected failure on %s", rel_path)
                 present.add(rel_path)
@@ -391,12 +392,14 @@ class _Run:
         self.counts["new" if result.status == RefreshStatus.NEW else "changed"] += 1
         hook(AFTER_WRITE)
 
-    def finish(self, existing: dict[str, Known]) -> None:
+    def finish(self, existing: dict[str, tuple[Any, ...]]) -> None:
+        """``existing``: rel_path -> the row of KNOWN_SQL (state at index 7)."""
         now = timezone.now()
+        present = self.present
         gone = [
             path
-            for path, known in existing.items()
-            if path not in self.present and known.state == IndexEntry.State.PRESENT
+            for path, row in existing.items()
+            if row[7] == IndexEntry.State.PRESENT and path not in present
         ]
         for start in range(0, len(gone), 2000):
             batch = gone[start : start + 2000]

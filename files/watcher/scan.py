@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from files.boundary import is_inside
-from files.watcher.parsers import BINARY_PROBE, looks_binary, parser_for_name
+from files.watcher.parsers import BINARY_PROBE, PARSERS, Parser, looks_binary
 
 # Skip reasons (German names, shown in the UI and the gate).
 HIDDEN = "verborgen"
@@ -35,6 +35,16 @@ ODD_NAME = "pfad_unlesbar"
 NOT_A_FILE = "keine_datei"
 # How many skipped files a dry run or a watcher run names one by one (the counts stay complete).
 SKIPPED_LISTED = 200
+
+
+# Parser by lower-cased extension, as ``parsers.parser_for_name`` finds it, without its
+# ``os.path.splitext`` per file (hidden names, the only case where they differ, never get here).
+_BY_EXTENSION: dict[str, Parser] = {ext: p for p in PARSERS for ext in p.extensions}
+
+
+def _parser_for(name: str) -> Parser | None:
+    dot = name.rfind(".")
+    return _BY_EXTENSION.get(name[dot:].lower()) if dot > 0 else None
 
 
 class RootMissing(Exception):
@@ -125,7 +135,8 @@ def walk(
         for entry in entries:
             rel = entry.path[cut:]
             try:
-                rel.encode("utf-8")
+                if not rel.isascii():
+                    rel.encode("utf-8")
             except UnicodeEncodeError:
                 # Bytes that are not UTF-8 in a file name cannot be stored or cited.
                 yield Skip(rel.encode("utf-8", "replace").decode("utf-8"), ODD_NAME)
@@ -153,7 +164,7 @@ def walk(
             if (exclude and _matches(rel, exclude)) or (include and not _matches(rel, include)):
                 yield Skip(rel, EXCLUDED)
                 continue
-            parser = parser_for_name(entry.name)
+            parser = _parser_for(entry.name)
             if parser is None:
                 yield Skip(rel, FORMAT)
                 continue
