@@ -394,6 +394,9 @@ class _OnnxModel:
         tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")
         options = ort.SessionOptions()
         options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+        # ORT's pool threads spin after each run by default: on two cores shared by daphne, a
+        # worker and PostgreSQL that burns the CPU the others need (and skews any comparison).
+        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         self.tokenizer = tokenizer
         self.session = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
 
