@@ -36,7 +36,7 @@ from conversation.pipeline.state import (
     TurnState,
 )
 from conversation.vocabulary import Status
-from novaberg import llm
+from novaberg import embeddings, llm
 from novaberg.logging import turn_context
 
 logger = logging.getLogger("novaberg.turn")
@@ -136,13 +136,17 @@ def run_turn(
     Such a turn is stored with what had been said so far; no later node (tribunal, memory)
     runs on it."""
     t0 = time.perf_counter()
-    clock = TurnClock(
-        cancel=cancel if cancel is not None else TurnCancel(),
-        deadline=time.monotonic() + float(settings.TURN_TOTAL_S),
-    )
     cleaned, failed_step, reason = check_input(text)
+    if failed_step is None:
+        _warm_up()
     reason = address.for_person(reason, user=user) if reason else reason  # "Sieze mich"
     with _SessionLock(session.pk):
+        # The clock starts once the turn has the session: waiting for another tab's turn
+        # does not eat into this one's time.
+        clock = TurnClock(
+            cancel=cancel if cancel is not None else TurnCancel(),
+            deadline=time.monotonic() + float(settings.TURN_TOTAL_S),
+        )
         stored_text = cleaned
         if failed_step is not None:
             # PostgreSQL cannot store NUL; the refused message is kept readable and bounded.
@@ -204,6 +208,17 @@ def run_turn(
                     if on_token is not None:
                         on_token(state.reply)
             return _finish(state, t0)
+
+
+def _warm_up() -> None:
+    """Load the embedding model (once per process; daphne and the worker do it at start) before
+    the turn's clock starts: loading takes seconds to a minute on a busy machine, cannot be
+    interrupted, and is the process's start-up, not this turn's work. A failure is the
+    enricher's to report (it embeds in every turn), so it is only logged here."""
+    try:
+        embeddings.warm_up()
+    except Exception:
+        logger.warning("embedding model not loaded before the turn", exc_info=True)
 
 
 def _halt(state: TurnState, reason: str) -> None:

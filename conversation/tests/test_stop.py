@@ -247,7 +247,8 @@ def test_the_http_turn_ends_at_its_deadline_with_a_german_sentence(
         f"/api/sessions/{session.pk}/messages/{query}", {"text": "Hallo?"}, format="json"
     )
     if query:
-        lines = [json.loads(line) for line in b"".join(answer.streaming_content).splitlines()]
+        body = b"".join(answer.streaming_content)  # type: ignore[attr-defined]
+        lines = [json.loads(line) for line in body.splitlines()]
         done = lines[-1]
         assert done["type"] == "done"
     else:
