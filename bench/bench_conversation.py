@@ -7,8 +7,13 @@
    The person has released bench/corpus/ (indexed by the product's watcher run) and asks the
    labelled set's questions, so the file search inside the chain does real work; the table
    says in how many turns it delivered records.
-2. WebSocket turns per second: 20 concurrent clients against a real daphne process with the
-   Redis channel layer on 127.0.0.1 (offline backend: the figure is pipeline + transport).
+2. WebSocket turns per second: 100 concurrent clients × 5 turns against a real daphne process
+   with the Redis channel layer on 127.0.0.1 (offline backend: the figure is pipeline +
+   transport). Every turn is checked: one done frame per message, no turn id twice, and the
+   database holds each session's turns exactly once. The server overhead per turn is the
+   client's wall time minus the pipeline's own total (``total_ms`` of the done frame). The
+   limit beside it is measured in the same run on the same daphne: the same clients sending
+   frames the consumer answers at once without a turn (transport only).
 """
 
 from __future__ import annotations
@@ -32,7 +37,7 @@ from bench import _django  # noqa: E402
 
 LATENCY_S = 0.05
 TTFT_TURNS = 15
-CLIENTS = 20
+CLIENTS = 100
 TURNS_PER_CLIENT = 5
 
 
@@ -171,9 +176,12 @@ async def _read_frame(reader: Any, writer: Any) -> str:
         return data.decode()
 
 
-async def _client(port: int, session_id: int, cookie: str, latencies: list[float]) -> int:
+async def _client(
+    port: int, session_id: int, cookie: str, latencies: list[float], overheads: list[float]
+) -> list[int]:
+    """One person's chat: returns the turn ids of the done frames, in order."""
     reader, writer = await _ws_connect(port, f"/ws/sessions/{session_id}/", cookie)
-    done = 0
+    turn_ids = []
     for i in range(TURNS_PER_CLIENT):
         t0 = time.perf_counter()
         writer.write(_frame(json.dumps({"text": f"Mein Lieblingsort Nummer {i} ist Hamburg."})))
@@ -182,15 +190,32 @@ async def _client(port: int, session_id: int, cookie: str, latencies: list[float
             event = json.loads(await _read_frame(reader, writer))
             if event["type"] in {"done", "error"}:
                 break
-        latencies.append(time.perf_counter() - t0)
-        done += event["type"] == "done"
+        wall = time.perf_counter() - t0
+        latencies.append(wall)
+        if event["type"] == "done":
+            turn_ids.append(int(event["turn_id"]))
+            overheads.append(wall - int(event["total_ms"]) / 1000)
     writer.close()
-    return done
+    return turn_ids
+
+
+async def _transport_client(port: int, session_id: int, cookie: str, n: int) -> int:
+    """Frames the consumer answers at once ("Nachricht ohne Text."): daphne + the socket, no
+    turn — the transport limit of the same server in the same run."""
+    reader, writer = await _ws_connect(port, f"/ws/sessions/{session_id}/", cookie)
+    answered = 0
+    for _ in range(n):
+        writer.write(_frame(json.dumps({"ohne": "text"})))
+        await writer.drain()
+        answered += json.loads(await _read_frame(reader, writer))["type"] == "error"
+    writer.close()
+    return answered
 
 
 def websocket_throughput() -> dict[str, float]:
     from django.test import Client
 
+    from conversation.models import Turn
     from conversation.services import session_create
     from tests.factories import UserFactory
     from tests.processes import free_port, start_daphne, stop
@@ -211,24 +236,60 @@ def websocket_throughput() -> dict[str, float]:
             cookie = f"sessionid={browser.cookies['sessionid'].value}"
             clients.append((session_create(user=user).pk, cookie))
         # One warm-up turn loads the embedding model inside daphne before the clock starts.
-        asyncio.run(_client(port, clients[0][0], clients[0][1], []))
+        warm = session_create(user=UserFactory(username=f"bench-ws-{os.getpid()}-warm"))
+        browser = Client()
+        browser.force_login(warm.user)
+        asyncio.run(
+            _client(port, warm.pk, f"sessionid={browser.cookies['sessionid'].value}", [], [])
+        )
         latencies: list[float] = []
+        overheads: list[float] = []
 
-        async def all_clients() -> list[int]:
-            return await asyncio.gather(*(_client(port, s, c, latencies) for s, c in clients))
+        async def all_clients() -> list[list[int]]:
+            return await asyncio.gather(
+                *(_client(port, s, c, latencies, overheads) for s, c in clients)
+            )
 
         t0 = time.perf_counter()
-        done = sum(asyncio.run(all_clients()))
+        per_client = asyncio.run(all_clients())
         wall = time.perf_counter() - t0
+
+        async def all_transport() -> list[int]:
+            return await asyncio.gather(
+                *(_transport_client(port, s, c, TURNS_PER_CLIENT * 4) for s, c in clients)
+            )
+
+        t1 = time.perf_counter()
+        frames = sum(asyncio.run(all_transport()))
+        transport_wall = time.perf_counter() - t1
     finally:
         stop(proc)
+    ids = [t for client in per_client for t in client]
+    session_ids = [s for s, _ in clients]
+    stored_user = Turn.objects.filter(session_id__in=session_ids, role=Turn.Role.USER).count()
+    stored_reply = Turn.objects.filter(session_id__in=session_ids, role=Turn.Role.ASSISTANT).count()
+    expected = CLIENTS * TURNS_PER_CLIENT
+    dropped = expected - len(ids)
+    doubled = len(ids) - len(set(ids))
+    if dropped or doubled or stored_user != expected or stored_reply != expected:
+        raise SystemExit(
+            f"bench_conversation: FEHLER: {dropped} Züge ohne Antwort, {doubled} doppelt, "
+            f"{stored_user} Nachrichten und {stored_reply} Antworten gespeichert "
+            f"(erwartet je {expected})"
+        )
     latencies.sort()
+    overheads.sort()
     return {
-        "turns": done,
+        "turns": len(ids),
+        "dropped": dropped,
+        "doubled": doubled,
         "wall_s": wall,
-        "turns_per_s": done / wall,
+        "turns_per_s": len(ids) / wall,
         "p50_ms": 1000 * statistics.median(latencies),
         "p95_ms": 1000 * latencies[int(0.95 * (len(latencies) - 1))],
+        "overhead_p50_ms": 1000 * statistics.median(overheads),
+        "overhead_p95_ms": 1000 * overheads[int(0.95 * (len(overheads) - 1))],
+        "transport_frames_per_s": frames / transport_wall,
     }
 
 
@@ -261,13 +322,21 @@ def main() -> None:
             f"Composer stage alone: +{full - without} ms TTFT "
             f"(ratio full / without composer = {full / without:.2f}).",
             "",
-            f"WebSocket: {CLIENTS} concurrent clients × {TURNS_PER_CLIENT} turns against daphne "
-            "+ Redis channel layer on 127.0.0.1, offline backend:",
+            f"WebSocket: {CLIENTS} concurrent clients × {TURNS_PER_CLIENT} turns against one "
+            "daphne + Redis channel layer on 127.0.0.1, offline backend. Dropped and doubled are "
+            "counted from the done frames and the stored turns; the server overhead is a turn's "
+            "wall time at the client minus the pipeline's own total; the limit is the same "
+            "clients' frames that the consumer answers without a turn, on the same daphne:",
             "",
-            "| turns | wall (s) | turns/s | p50 turn (ms) | p95 turn (ms) |",
-            "|---|---|---|---|---|",
-            f"| {ws['turns']:.0f} | {ws['wall_s']:.2f} | {ws['turns_per_s']:.1f} | "
-            f"{ws['p50_ms']:.0f} | {ws['p95_ms']:.0f} |",
+            "| turns | dropped | doubled | wall (s) | turns/s | p50 turn (ms) | p95 turn (ms) | "
+            "overhead p50 (ms) | overhead p95 (ms) | limit: answered frames/s | "
+            "turns/s ÷ limit |",
+            "|---|---|---|---|---|---|---|---|---|---|---|",
+            f"| {ws['turns']:.0f} | {ws['dropped']:.0f} | {ws['doubled']:.0f} | "
+            f"{ws['wall_s']:.2f} | {ws['turns_per_s']:.1f} | {ws['p50_ms']:.0f} | "
+            f"{ws['p95_ms']:.0f} | {ws['overhead_p50_ms']:.0f} | {ws['overhead_p95_ms']:.0f} | "
+            f"{ws['transport_frames_per_s']:.0f} | "
+            f"{ws['turns_per_s'] / ws['transport_frames_per_s']:.3f} |",
         ]
     )
     _django.write_result("conversation", markdown)
