@@ -525,9 +525,9 @@
         const li = el("li", "directive", d.text);
         if (d.context) li.appendChild(el("small", "muted", " (" + d.context + ")"));
         return li;
-      }, "Keine aktiven Direktiven.");
+      }, "Keine aktiven Regeln.");
     }).catch(function () {
-      fillList("directives", [], null, "Direktiven sind gerade nicht abrufbar.");
+      fillList("directives", [], null, "Die Regeln sind gerade nicht abrufbar.");
     });
     getJson("/api/roots/").then(function (data) {
       fillList("roots", listOf(data), function (r) {

@@ -95,11 +95,11 @@ def test_the_chat_page_says_sie_with_the_rule(session: Session, user: Any) -> No
     client = Client()
     client.force_login(user)
     before = client.get(f"/chat/{session.pk}/").content.decode()
-    assert "Deine Direktiven" in before and "Schreib Nova" in before
+    assert "Deine Regeln" in before and "Schreib Nova" in before
 
     services.directive_create(user=user, text="Sieze mich immer")
     page = client.get(f"/chat/{session.pk}/").content.decode()
-    assert "Ihre Direktiven" in page and "Schreiben Sie Nova …" in page
+    assert "Ihre Regeln" in page and "Schreiben Sie Nova …" in page
     welcome = page[page.index('id="welcome"') : page.index("</ul>", page.index('id="welcome"'))]
     assert "Ich bin Ihre Begleiterin" in welcome and "Probieren Sie zum Beispiel" in welcome
     visible = re.sub(r'data-prompt="[^"]*"|„[^“]*“', "", welcome)
