@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import threading
 import time
 from typing import Any
 
@@ -236,22 +237,36 @@ class TokenSender:
         self.buffer: list[str] = []
         self.last = 0.0
         self.broken = False
+        self.lock = threading.Lock()
+        # A held token is sent at the latest FLUSH_S later, even when no token follows it (a
+        # model that pauses, or the tribunal running after the last words).
+        self.timer: threading.Timer | None = None
 
     def __call__(self, token: str) -> None:
-        self.buffer.append(token)
-        if time.monotonic() - self.last >= self.FLUSH_S:
+        with self.lock:
+            self.buffer.append(token)
+            due = time.monotonic() - self.last >= self.FLUSH_S
+            if not due and self.timer is None:
+                self.timer = threading.Timer(self.FLUSH_S, self.flush)
+                self.timer.daemon = True
+                self.timer.start()
+        if due:
             self.flush()
 
     def flush(self) -> None:
-        if not self.buffer or self.broken:
-            return
-        text, self.buffer = "".join(self.buffer), []
-        self.last = time.monotonic()
-        try:
-            async_to_sync(self.layer.send)(self.channel, {"type": "chat.token", "text": text})
-        except Exception:
-            self.broken = True
-            logger.warning("token could not be sent; the turn goes on", exc_info=True)
+        with self.lock:
+            if self.timer is not None:
+                self.timer.cancel()
+                self.timer = None
+            if not self.buffer or self.broken:
+                return
+            text, self.buffer = "".join(self.buffer), []
+            self.last = time.monotonic()
+            try:
+                async_to_sync(self.layer.send)(self.channel, {"type": "chat.token", "text": text})
+            except Exception:
+                self.broken = True
+                logger.warning("token could not be sent; the turn goes on", exc_info=True)
 
 
 def _run(
