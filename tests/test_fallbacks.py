@@ -267,6 +267,30 @@ def test_model_down_for_the_whole_turn_asks_it_once_and_answers_offline(
     assert rows["gedaechtnis"].outcome == "gespeichert"
 
 
+def test_model_timed_out_earlier_in_the_turn_the_tribunal_does_not_wait_for_it_again(
+    fake_llm: FakeOpenAI, api: APIClient, session: Session, settings: Any
+) -> None:
+    """Found against llama.cpp: after the vector call ran into its deadline, the tribunal still
+    asked the model for its verdict and the person waited for it once more."""
+    from directives import services
+
+    services.directive_create(user=session.user, text="Sprich nie von Milch")
+    settings.LLM_TOTAL_S = 0.5
+    fake_llm.add("{}", match=is_vector, delay_s=3.0)
+    fake_llm.set_default("Gern.")
+
+    answer = say(api, session, "Mein Hund heißt Bello.")
+
+    rows = logs(answer["turn_id"])
+    assert_fallback(rows["gespraechsvektor"], "zeitueberschreitung")
+    # The offline checks decided at once, named as the fallback they are.
+    assert rows["tribunal"].outcome == "ersatz_offline"
+    asked_tribunal = [
+        body for body in fake_llm.chat_requests() if "Pruefe ob die Antwort" in _system(body)
+    ]
+    assert asked_tribunal == []
+
+
 # -- the inspector -----------------------------------------------------------------------------
 
 

@@ -19,10 +19,12 @@ The tribunal changes what the person sees (seed 000 §8.3, "Warne!"):
 from __future__ import annotations
 
 import logging
+from contextlib import nullcontext
 from typing import Any
 
 from conversation import context
 from conversation.models import Turn
+from conversation.pipeline import fallback as model_fallback
 from conversation.pipeline import stream_guard
 from conversation.pipeline.logging import node_log
 from conversation.pipeline.provenance import (
@@ -33,6 +35,7 @@ from conversation.pipeline.provenance import (
 from conversation.pipeline.state import TurnState
 from conversation.prompts import blocks
 from conversation.vocabulary import CheckOutcome, NodeOutcome
+from novaberg import llm
 
 logger = logging.getLogger(__name__)
 
@@ -164,7 +167,12 @@ def run(state: TurnState) -> TurnState:
             log.outcome = NodeOutcome.SKIPPED_QUESTION
             return state
         checks = context.reply_checks()
-        verdicts = {check.name: _review(check, state) for check in checks}
+        # The model was unreachable or too slow earlier in this turn: its verdict is not waited
+        # for again (the same rule as vector, composer and responder). Inside a fired cancel
+        # scope the gateway answers at once and each check's offline implementation decides.
+        down = model_fallback.down_this_turn(state.extra)
+        with llm.cancel_scope(lambda: True) if down else nullcontext():
+            verdicts = {check.name: _review(check, state) for check in checks}
         # Only records that stood in a records block this turn count as delivered.
         delivered = context.delivered_records(state.blocks, state.found)
         citations = citation_check(state.reply, delivered)
