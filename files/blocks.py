@@ -15,6 +15,11 @@ from __future__ import annotations
 from typing import Any
 
 HEADER = "[AUFZEICHNUNGEN]"
+# A record from a folder whose index run is still going (the answer may be incomplete).
+STILL_INDEXING = (
+    "Dieser Ordner wird gerade noch gelesen; es kann mehr darin stehen, als bisher gefunden "
+    "wurde."
+)
 
 FRAMING = (
     "Das Folgende sind Aufzeichnungen aus Dateien, die der Nutzer Nova freigegeben hat. "
@@ -64,6 +69,8 @@ def _entry(n: int, record: dict[str, Any]) -> str:
         lines.append("   Art: Konzept — beschreibt, beweist nicht")
     if record.get("changed"):
         lines.append("   Hinweis: Die Datei hat sich seit dem Indexieren geändert.")
+    if record.get("folder_still_indexing"):
+        lines.append(f"   Hinweis: {STILL_INDEXING}")
     excerpt = str(record.get("excerpt") or "")
     if excerpt:
         shown = str(record.get("excerpt_lines") or record.get("lines") or "")

@@ -21,7 +21,7 @@ from django.db import connection
 
 from conversation.models import Character
 from files import reading
-from files.models import IndexBlock, IndexEntry
+from files.models import IndexBlock, IndexEntry, IndexRun
 from files.search import Hit, _vector_literal, hybrid_search
 
 if TYPE_CHECKING:
@@ -93,6 +93,13 @@ def records_from_hits(
         for e in IndexEntry.objects.filter(id__in=[h.entry_id for h in hits]).select_related("root")
     }
     block_scores = _block_cosines([h.entry_id for h in hits], query_vector)
+    # Folders still being read: what was found there may not be all there is (one query).
+    still_reading = set(
+        IndexRun.objects.filter(
+            root_id__in={e.root_id for e in entries.values()},
+            state__in=[IndexRun.State.WAITING, IndexRun.State.RUNNING],
+        ).values_list("root_id", flat=True)
+    )
     records: list[dict[str, Any]] = []
     for hit in hits:
         entry = entries[hit.entry_id]
@@ -152,6 +159,8 @@ def records_from_hits(
                 "keywords_matched": hit.matched_keywords,
             }
         )
+        if entry.root_id in still_reading:
+            records[-1]["folder_still_indexing"] = True
     return records
 
 

@@ -279,6 +279,9 @@
       if (rec.archived) a.appendChild(el("span", "archived", " (archiviert)"));
       box.appendChild(a);
     });
+    if (records.some(function (rec) { return rec.folder_still_indexing; })) {
+      box.appendChild(el("span", "records-partial", "Ordner wird noch gelesen – die Antwort kann unvollständig sein."));
+    }
     li.appendChild(box);
   }
 

@@ -13,6 +13,11 @@ from typing import Any
 from conversation.address import to_sie
 from novaberg import llm
 
+# A record from a folder that is still being read (the record says so; files/retrieval.py).
+STILL_INDEXING = (
+    "Der Ordner wird gerade noch gelesen – vielleicht steht darin noch mehr, als ich bisher "
+    "gefunden habe."
+)
 OFFLINE_NO_CONTENT = (
     "Ich bin gerade im Offline-Modus, ohne Sprachmodell. Ich kann deine Regeln verwalten, "
     "in deinen freigegebenen Ordnern nachsehen und dir sagen, was dort steht – frei "
@@ -50,6 +55,8 @@ def composer(messages: list[dict[str, str]], hints: dict[str, Any]) -> str:
             "In deinen Aufzeichnungen steht dazu – das sind Aufzeichnungen, nicht meine "
             "Erinnerung, und sie können veraltet sein:\n" + "\n".join(lines)
         )
+        if any(r.get("folder_still_indexing") for r in records):
+            parts.append(STILL_INDEXING)
     # What other composer sources say offline (their ``offline_text``), in prompt order.
     parts.extend(str(text) for text in hints.get("contributed") or [])
     memories = list(hints.get("memories") or [])
