@@ -13,7 +13,7 @@ from django.db import connection
 from django.utils import timezone
 
 from conversation import address
-from conversation.models import Character, Session, Turn
+from conversation.models import Character, PendingQuestion, Session, Turn
 from conversation.pipeline import (
     agent,
     composer,
@@ -35,7 +35,7 @@ from conversation.pipeline.state import (
     TurnResult,
     TurnState,
 )
-from conversation.vocabulary import Status
+from conversation.vocabulary import QuestionStatus, Status
 from novaberg import embeddings, llm
 from novaberg.logging import turn_context
 
@@ -241,13 +241,36 @@ def _halt(state: TurnState, reason: str) -> None:
     if replied:
         # The whole reply was said; only the nodes after it ran out of time: the turn keeps
         # its status, the "abbruch" row says what was skipped.
+        _remind_anyway(state)
         return
     message = DEADLINE_TEXT.format(seconds=_seconds(float(settings.TURN_TOTAL_S)))
     separator = "\n\n" if state.reply else ""
     if state.on_token is not None:
         state.on_token(separator + message)
     state.reply = state.reply + separator + message
+    _remind_anyway(state)
     state.status, state.step = Status.FAILED, reason
+
+
+def _remind_anyway(state: TurnState) -> None:
+    """An open question this message did not answer is asked again even when the turn ran
+    out of time: the reminder needs no model, and a slow model must not make the person lose
+    the question (found against a small local model)."""
+    try:
+        if not state.extra.get("reminder_pending_id") and not state.asks:
+            # The deadline may have cut the pending node itself, before it noted the question.
+            still_open = (
+                PendingQuestion.objects.filter(
+                    user=state.user, session=state.session, status=QuestionStatus.OPEN
+                )
+                .order_by("-id")
+                .first()
+            )
+            if still_open is not None:
+                state.extra["reminder_pending_id"] = still_open.pk
+        pending.remind(state)
+    except Exception:
+        logger.exception("reminder after the deadline failed", extra={"step": "erinnerung"})
 
 
 def _seconds(value: float) -> str:
