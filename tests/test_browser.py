@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 from conversation.models import Character, PendingQuestion, Turn
+from directives.models import Directive
 from files.models import FileRoot
 from tests.chromium import CHROMIUM_ARGS
 from tests.factories import UserFactory
@@ -154,6 +155,18 @@ def test_chat_in_a_real_browser(
 
             page.screenshot(path=str(SCREENSHOTS / "chat.png"), full_page=True)
 
+            # A rule by chat: asked first, word for word; written only on "Ja".
+            page.fill("#text", "Sprich nie von Milch")
+            page.click("#send")
+            question = page.locator(".msg.assistant.question").last
+            expect(question.locator(".text")).to_contain_text("Soll ich das so machen?")
+            question.locator("button.quick-ja").click()
+            expect(page.locator(".msg.assistant").last.locator(".text")).to_have_text(
+                "Erledigt: Ab jetzt gilt die Direktive 'Sprich nie von Milch'."
+            )
+            expect(page.locator("#directives")).to_contain_text("Sprich nie von Milch")
+            page.screenshot(path=str(SCREENSHOTS / "chat-rule-desktop.png"))
+
             # The turn inspector of the first turn: waterfall and prompts.
             # (The ORM cannot run inside playwright's event loop: ids come from the page.)
             first_turn = page.locator(".msg.assistant").first.get_attribute("data-turn")
@@ -172,8 +185,27 @@ def test_chat_in_a_real_browser(
             box = phone.locator("#composer").bounding_box()
             assert box is not None and box["x"] >= 0 and box["x"] + box["width"] <= 390
             phone.screenshot(path=str(SCREENSHOTS / "chat-phone.png"))
+
+            # A rule by chat at phone width, the same way: the question first, then "Ja".
+            phone.fill("#text", "Nenn mich Kapitänin")
+            phone.click("#send")
+            question = phone.locator(".msg.assistant.question").last
+            expect(question.locator(".text")).to_contain_text("Soll ich das so machen?")
+            buttons = question.locator("button.quick-ja").bounding_box()
+            assert buttons is not None and buttons["height"] >= 44
+            question.locator("button.quick-ja").click()
+            expect(phone.locator(".msg.assistant").last.locator(".text")).to_contain_text(
+                "Erledigt: Ab jetzt gilt die Direktive"
+            )
+            phone.screenshot(path=str(SCREENSHOTS / "chat-rule-phone.png"))
         finally:
             browser.close()
-    assert PendingQuestion.objects.get(user=user).status == "ausgefuehrt"
+    assert set(PendingQuestion.objects.filter(user=user).values_list("status", flat=True)) == {
+        "ausgefuehrt"
+    }
+    assert sorted(Directive.objects.filter(user=user).values_list("text", flat=True)) == [
+        "Nenn mich Kapitänin",
+        "Sprich nie von Milch",
+    ]
     first = Turn.objects.get(pk=int(first_turn or 0))
     assert first.text.startswith("Wann kommt der Architekt") and first.ttft_ms is not None
