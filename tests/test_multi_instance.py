@@ -81,7 +81,9 @@ class Stack:
 
     def __init__(self, tmp: Path) -> None:
         self.tmp = tmp
-        self.app = Celery("multi", broker=_redis_url(), backend=_redis_url())
+        # Not the current app: the project's shared tasks would follow it and every later test
+        # in this process would send its tasks to this stack's Redis database.
+        self.app = Celery("multi", broker=_redis_url(), backend=_redis_url(), set_as_current=False)
         self.app.conf.broker_connection_retry_on_startup = True
         self.web: list[tuple[int, subprocess.Popen[bytes]]] = []
         self.workers: dict[str, subprocess.Popen[bytes]] = {}
