@@ -59,7 +59,10 @@ def test_debug_is_off_unless_asked() -> None:
 def test_a_bad_setting_is_one_clear_line() -> None:
     result = _check({"NOVABERG_EMBEDDINGS": "magic"})
     assert result.returncode != 0
-    assert "NOVABERG_EMBEDDINGS must be 'local' or 'openai'" in result.stderr
+    assert (
+        "NOVABERG_EMBEDDINGS must be 'local', 'local-torch', 'local-onnx' or 'openai'"
+        in result.stderr
+    )
     assert "Traceback" not in result.stderr
 
 
