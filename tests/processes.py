@@ -10,7 +10,8 @@ import sys
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from django.conf import settings
@@ -116,3 +117,16 @@ def start_daphne(
     except urllib.error.HTTPError:
         pass  # 503 names a service still starting; the model is loaded all the same
     return proc
+
+
+@contextmanager
+def offline_daphne(log_name: str) -> Iterator[str]:
+    """Daphne in Offline-Modus for a browser test; yields its base URL and stops it after."""
+    port = free_port()
+    proc = start_daphne(
+        port, log_path=log_dir() / log_name, NOVABERG_LLM_BASE_URL="", NOVABERG_LOG_LEVEL="WARNING"
+    )
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        stop(proc)

@@ -14,7 +14,7 @@ from conversation.pipeline import run_turn
 from tests.axe import assert_accessible
 from tests.chromium import CHROMIUM_ARGS
 from tests.factories import SessionFactory, UserFactory
-from tests.processes import free_port, log_dir, start_daphne, stop
+from tests.processes import offline_daphne
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -25,17 +25,8 @@ WIDTHS = [("desktop", {"width": 1366, "height": 900}), ("phone", {"width": 390, 
 
 @pytest.fixture
 def live_server_url(chromium: str) -> Iterator[str]:
-    port = free_port()
-    proc = start_daphne(
-        port,
-        log_path=log_dir() / "test-daphne-pages.log",
-        NOVABERG_LLM_BASE_URL="",
-        NOVABERG_LOG_LEVEL="WARNING",
-    )
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        stop(proc)
+    with offline_daphne("test-daphne-pages.log") as url:
+        yield url
 
 
 def test_inspector_and_404_page_are_accessible_at_both_widths(

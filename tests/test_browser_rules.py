@@ -18,7 +18,7 @@ from directives.models import Directive, DirectiveStep
 from tests.axe import assert_accessible
 from tests.chromium import CHROMIUM_ARGS
 from tests.factories import UserFactory
-from tests.processes import free_port, log_dir, start_daphne, stop
+from tests.processes import offline_daphne
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -33,17 +33,8 @@ WIDTHS = [
 
 @pytest.fixture
 def live_server_url(chromium: str) -> Iterator[str]:
-    port = free_port()
-    proc = start_daphne(
-        port,
-        log_path=log_dir() / "test-daphne-rules.log",
-        NOVABERG_LLM_BASE_URL="",
-        NOVABERG_LOG_LEVEL="WARNING",
-    )
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        stop(proc)
+    with offline_daphne("test-daphne-rules.log") as url:
+        yield url
 
 
 def _in_thread(query: Callable[[], T]) -> T:
