@@ -17,8 +17,7 @@ from typing import Any
 HEADER = "[AUFZEICHNUNGEN]"
 # A record from a folder whose index run is still going (the answer may be incomplete).
 STILL_INDEXING = (
-    "Dieser Ordner wird gerade noch gelesen; es kann mehr darin stehen, als bisher gefunden "
-    "wurde."
+    "Dieser Ordner wird gerade noch gelesen; es kann mehr darin stehen, als bisher gefunden wurde."
 )
 
 FRAMING = (
