@@ -232,3 +232,31 @@ def write_result(name: str, markdown: str) -> None:
     tmp.write_text(text)
     tmp.replace(out)
     print(text)
+
+
+def write_figures(name: str, figures: list[dict[str, Any]]) -> None:
+    """The figures the scaling targets are judged by, machine-readable, for ``make bench``'s
+    summary (bench/run.py): bench/results/NAME.figures.json, written beside NAME.md.
+
+    Each figure is a dict with
+      ``figure``  what was measured, in words (e.g. "unchanged rescan, fast path"),
+      ``value``   the measured number (float), ``unit`` its unit ("files/s", "ms p50", "×"),
+      ``limit``   the hardware limit or anchor measured IN THE SAME RUN (float, or None when the
+                  target is absolute), ``limit_label`` what that limit is, in words,
+      ``ratio``   value / limit as the target reads it (float, or None),
+      ``target``  the target in words (e.g. "≥ 0.50 of the bare walk"),
+      ``met``     whether the target holds in this run (bool, or None when it can't be judged here).
+    Only measured values: a benchmark never writes a number it did not measure in this run.
+    """
+    import json
+
+    required = {"figure", "value", "unit", "limit", "limit_label", "ratio", "target", "met"}
+    for f in figures:
+        missing = required - set(f)
+        if missing:
+            raise ValueError(f"figure {f.get('figure')!r} lacks {sorted(missing)}")
+    payload = {"provenance": provenance(), "figures": figures}
+    out = RESULTS_DIR / f"{name}.figures.json"
+    tmp = out.with_suffix(".json.tmp")
+    tmp.write_text(json.dumps(payload, ensure_ascii=False, indent=1) + "\n")
+    tmp.replace(out)
