@@ -130,3 +130,113 @@ def offline_daphne(log_name: str) -> Iterator[str]:
         yield f"http://127.0.0.1:{port}"
     finally:
         stop(proc)
+
+
+class Stack:
+    """A deployment of more than one machine on one host: daphne instances, Celery workers and
+    one beat against the same PostgreSQL and Redis database, plus a Celery client on their
+    broker (the multi-instance test and bench/bench_multi.py).
+
+    ``redis_url`` is the broker of the stack (a Redis database no other worker reads, so no
+    stray worker takes its tasks); ``env`` the children's environment (``process_env``).
+    Every child logs to ``tmp``; ``stop()`` ends them all, also after a failed start."""
+
+    def __init__(
+        self, tmp: Path, *, redis_url: str, env: dict[str, str], start_timeout_s: float
+    ) -> None:
+        from celery import Celery
+
+        self.tmp = tmp
+        self.env = env
+        self.start_timeout_s = start_timeout_s
+        # Not the current app: the project's shared tasks would follow it and every later task
+        # sent in this process would go to this stack's Redis database.
+        self.app = Celery("multi", broker=redis_url, backend=redis_url, set_as_current=False)
+        self.app.conf.broker_connection_retry_on_startup = True
+        self.web: list[tuple[int, subprocess.Popen[bytes]]] = []
+        self.workers: dict[str, subprocess.Popen[bytes]] = {}
+        self.worker_logs: dict[str, Path] = {}
+        self.beat: subprocess.Popen[bytes] | None = None
+
+    def start_web(self) -> int:
+        port = free_port()
+        proc = start(
+            ["daphne", "-b", "127.0.0.1", "-p", str(port), "novaberg.asgi:application"],
+            log_path=self.tmp / f"daphne-{port}.log",
+            ready=listening(port),
+            env=self.env,
+            timeout_s=self.start_timeout_s,
+        )
+        self.web.append((port, proc))
+        # One /healthz call loads the embedding model, so no chat turn waits for it.
+        try:
+            urllib.request.urlopen(
+                f"http://127.0.0.1:{port}/healthz", timeout=self.start_timeout_s
+            ).close()
+        except urllib.error.HTTPError:
+            pass  # 503 names a service still starting; the model is loaded all the same
+        return port
+
+    def start_worker(self, label: str) -> str:
+        name = f"{label}-{os.getpid()}@{socket.gethostname()}"
+        log_path = self.tmp / f"worker-{label}.log"
+        self.worker_logs[name] = log_path
+        # Solo pool: the task runs in the worker process itself, so SIGKILL hits the run.
+        self.workers[name] = start(
+            ["celery", "-A", "novaberg", "worker", "-P", "solo", "-l", "INFO", "-n", name,
+             "--without-gossip", "--without-mingle"],
+            log_path=log_path,
+            ready=lambda: bool(self.app.control.ping(destination=[name], timeout=0.5)),
+            env=self.env,
+            timeout_s=self.start_timeout_s,
+        )  # fmt: skip
+        return name
+
+    def start_beat(self) -> None:
+        log_path = self.tmp / "beat.log"
+        self.beat = start(
+            ["celery", "-A", "novaberg", "beat", "-l", "INFO", "-s", str(self.tmp / "beat")],
+            log_path=log_path,
+            ready=lambda: (
+                log_path.exists() and "beat: Starting" in log_path.read_text(errors="replace")
+            ),
+            env=self.env,
+            timeout_s=self.start_timeout_s,
+        )
+
+    def start_all(self, *, web: int, workers: list[str]) -> tuple[list[int], list[str]]:
+        """``web`` daphnes, one worker per label and beat, started side by side (each child
+        waits mostly on its own imports and model load); returns the ports and worker names."""
+        from concurrent.futures import ThreadPoolExecutor
+
+        with ThreadPoolExecutor(max_workers=web + len(workers) + 1) as pool:
+            ports = [pool.submit(self.start_web) for _ in range(web)]
+            names = [pool.submit(self.start_worker, label) for label in workers]
+            pool.submit(self.start_beat).result()
+            return [f.result() for f in ports], [f.result() for f in names]
+
+    def worker_of_task(self, task_id: str) -> list[str]:
+        """The workers whose log shows they received task ``task_id`` (Celery logs each
+        received task with its id at INFO)."""
+        needle = f"[{task_id}] received"
+        return [
+            name
+            for name, path in self.worker_logs.items()
+            if path.exists() and needle in path.read_text(errors="replace")
+        ]
+
+    def logs(self) -> str:
+        return "\n".join(
+            f"--- {p.name}\n{p.read_text(errors='replace')[-3000:]}" for p in self.tmp.glob("*.log")
+        )
+
+    def stop(self) -> None:
+        for proc in [*self.workers.values(), *(p for _, p in self.web)]:
+            if proc.poll() is None:
+                proc.terminate()
+        if self.beat is not None and self.beat.poll() is None:
+            self.beat.terminate()
+        for proc in [*self.workers.values(), *(p for _, p in self.web)]:
+            stop(proc)
+        if self.beat is not None:
+            stop(self.beat)

@@ -17,21 +17,14 @@ What must hold with two of everything:
 from __future__ import annotations
 
 import asyncio
-import os
 import signal
-import socket
-import subprocess
 import time
-import urllib.error
-import urllib.request
 from collections.abc import Iterator
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
 import pytest
 import redis
-from celery import Celery
 from django.conf import settings
 from django.contrib.auth.models import User
 from django.test import Client
@@ -43,6 +36,7 @@ from files.tests.watcher_helpers import index_snapshot, make_root, write
 from files.watcher import index_root_run
 from tests import processes
 from tests.factories import SessionFactory, UserFactory
+from tests.processes import Stack
 
 pytestmark = [pytest.mark.django_db(transaction=True)]
 
@@ -72,89 +66,15 @@ def _overrides() -> dict[str, str]:
     }
 
 
-def _env() -> dict[str, str]:
-    return processes.process_env(**_overrides())
-
-
-class Stack:
-    """The processes of the two-instance deployment and a Celery client on their broker."""
-
-    def __init__(self, tmp: Path) -> None:
-        self.tmp = tmp
-        # Not the current app: the project's shared tasks would follow it and every later test
-        # in this process would send its tasks to this stack's Redis database.
-        self.app = Celery("multi", broker=_redis_url(), backend=_redis_url(), set_as_current=False)
-        self.app.conf.broker_connection_retry_on_startup = True
-        self.web: list[tuple[int, subprocess.Popen[bytes]]] = []
-        self.workers: dict[str, subprocess.Popen[bytes]] = {}
-        self.beat: subprocess.Popen[bytes] | None = None
-
-    def start_web(self) -> int:
-        port = processes.free_port()
-        proc = processes.start(
-            ["daphne", "-b", "127.0.0.1", "-p", str(port), "novaberg.asgi:application"],
-            log_path=self.tmp / f"daphne-{port}.log",
-            ready=processes.listening(port),
-            env=_env(),
-            timeout_s=START_TIMEOUT_S,
-        )
-        self.web.append((port, proc))
-        # One /healthz call loads the embedding model, so no chat turn waits for it.
-        try:
-            urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=START_TIMEOUT_S)
-        except urllib.error.HTTPError:
-            pass  # 503 names a service still starting; the model is loaded all the same
-        return port
-
-    def start_worker(self, label: str) -> str:
-        name = f"{label}-{os.getpid()}@{socket.gethostname()}"
-        # Solo pool: the task runs in the worker process itself, so SIGKILL hits the run.
-        self.workers[name] = processes.start(
-            ["celery", "-A", "novaberg", "worker", "-P", "solo", "-l", "INFO", "-n", name,
-             "--without-gossip", "--without-mingle"],
-            log_path=self.tmp / f"worker-{label}.log",
-            ready=lambda: bool(self.app.control.ping(destination=[name], timeout=0.5)),
-            env=_env(),
-            timeout_s=START_TIMEOUT_S,
-        )  # fmt: skip
-        return name
-
-    def start_beat(self) -> None:
-        self.beat = processes.start(
-            ["celery", "-A", "novaberg", "beat", "-l", "INFO", "-s", str(self.tmp / "beat")],
-            log_path=self.tmp / "beat.log",
-            ready=lambda: (
-                (self.tmp / "beat.log").exists()
-                and "beat: Starting" in (self.tmp / "beat.log").read_text(errors="replace")
-            ),
-            env=_env(),
-            timeout_s=START_TIMEOUT_S,
-        )
-
-    def queue_index(self, root: FileRoot) -> None:
-        self.app.send_task("files.tasks.index_root", args=(root.pk,))
-
-    def logs(self) -> str:
-        return "\n".join(
-            f"--- {p.name}\n{p.read_text(errors='replace')[-3000:]}" for p in self.tmp.glob("*.log")
-        )
-
-    def stop(self) -> None:
-        for proc in [*self.workers.values(), *(p for _, p in self.web)]:
-            if proc.poll() is None:
-                proc.terminate()
-        if self.beat is not None and self.beat.poll() is None:
-            self.beat.terminate()
-        for proc in [*self.workers.values(), *(p for _, p in self.web)]:
-            processes.stop(proc)
-        if self.beat is not None:
-            processes.stop(self.beat)
-
-
 @pytest.fixture
 def stack(tmp_path: Path, django_db_setup: None) -> Iterator[Stack]:
     redis.Redis.from_url(_redis_url()).flushdb()
-    s = Stack(tmp_path)
+    s = Stack(
+        tmp_path,
+        redis_url=_redis_url(),
+        env=processes.process_env(**_overrides()),
+        start_timeout_s=START_TIMEOUT_S,
+    )
     try:
         yield s
     finally:
@@ -223,17 +143,11 @@ def test_two_web_two_workers_one_beat_lose_and_double_nothing(stack: Stack, tmp_
     garden = make_root(anna, nova, tmp_path / "garten")
     travel = make_root(ben, nova, tmp_path / "reisen")
 
-    # Started side by side (each child waits mostly on its own imports and model load).
-    with ThreadPoolExecutor(max_workers=5) as pool:
-        webs = [pool.submit(stack.start_web) for _ in range(2)]
-        names = [pool.submit(stack.start_worker, label) for label in ("eins", "zwei")]
-        pool.submit(stack.start_beat).result()
-        (web_a, web_b), (first, second) = [f.result() for f in webs], [f.result() for f in names]
+    (web_a, web_b), (first, second) = stack.start_all(web=2, workers=["eins", "zwei"])
 
     # Two roots on two workers at the same time, and the garden root queued a second time.
-    stack.queue_index(garden)
-    stack.queue_index(travel)
-    stack.queue_index(garden)
+    for root in (garden, travel, garden):
+        stack.app.send_task("files.tasks.index_root", args=(root.pk,))
 
     def both_roots_mid_run() -> bool:
         # A solo worker runs one task at a time: two roots running at once are two workers.
