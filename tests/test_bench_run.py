@@ -3,8 +3,10 @@ benchmark ended well with a fresh table, and every table carries where it was me
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -134,3 +136,93 @@ def test_a_server_no_benchmark_started_is_left_running(
     monkeypatch.setattr(_django, "_leased", True)
     _django._release()
     assert stopped == []
+
+
+def figures_file(results: Path, name: str, figures: list[dict[str, object]]) -> Path:
+    path = results / f"{name}.figures.json"
+    path.write_text(json.dumps({"provenance": "Commit `x`", "figures": figures}))
+    return path
+
+
+FRESH_FIGURES: list[dict[str, object]] = [
+    {
+        "figure": "unchanged rescan, fast path",
+        "value": 120000.0,
+        "unit": "files/s",
+        "limit": 200000.0,
+        "limit_label": "bare walk + lstat",
+        "ratio": 0.6,
+        "target": "≥ 0.50 of the bare walk",
+        "met": True,
+    },
+    {
+        "figure": "consent reader",
+        "value": 80000.0,
+        "unit": "answers/s",
+        "limit": None,
+        "limit_label": "",
+        "ratio": None,
+        "target": "≥ 100,000 answers/s",
+        "met": False,
+    },
+]
+STALE_FIGURES: list[dict[str, object]] = [
+    {
+        "figure": "turn-text embedding",
+        "value": 3.0,
+        "unit": "ms p50",
+        "limit": 8.0,
+        "limit_label": "PyTorch",
+        "ratio": 0.38,
+        "target": "≤ 0.5× PyTorch",
+        "met": True,
+    }
+]
+
+
+def test_the_summary_shows_this_runs_figures_and_names_the_missing_ones(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(run, "RESULTS", tmp_path)
+    stale = figures_file(tmp_path, "embeddings", STALE_FIGURES)
+    os.utime(stale, (1_000_000_000, 1_000_000_000))  # from an earlier run
+    started = time.time() - 1
+    figures_file(tmp_path, "watcher", FRESH_FIGURES)
+    table = run.summary(started_at=started, expected=["watcher", "multi"])
+    rows = [line for line in table.splitlines() if line.startswith("| watcher ")]
+    assert rows == [
+        "| watcher | unchanged rescan, fast path | 120,000 files/s | "
+        "200,000 files/s (bare walk + lstat) | 0.60 | ≥ 0.50 of the bare walk | yes |",
+        "| watcher | consent reader | 80,000 answers/s | – | – | ≥ 100,000 answers/s | NO |",
+    ]
+    assert "turn-text embedding" not in table  # an older file is never shown as this run's
+    assert table.splitlines()[-1] == (
+        "Missing: embeddings (figures file older than this run, ignored); "
+        "multi (no figures file written in this run)."
+    )
+
+
+def test_a_clean_run_puts_the_summary_first_in_the_readme(
+    in_tree: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    body = FRESH_FIGURES[:1]
+    bench = bench_tree(
+        in_tree,
+        {
+            "gut": writes("gut", "### Gut\n\n| neu |")
+            + "import json\n"
+            + "Path(__file__).parent.joinpath('results', 'gut.figures.json').write_text("
+            + f"json.dumps({{'figures': {body!r}}}))\n"
+            + "# write_figures( is what run.py looks for\n",
+        },
+    )
+    figures_file(bench / "results", "alt", STALE_FIGURES)
+    os.utime(bench / "results" / "alt.figures.json", (1_000_000_000, 1_000_000_000))
+    use(monkeypatch, bench)
+    assert run.main([]) == 0
+    section = (in_tree / "README.md").read_text().split(MARKER)[1].strip()
+    assert section.startswith(run.SUMMARY_HEADING)
+    assert "| gut | unchanged rescan, fast path | 120,000 files/s |" in section
+    assert "Missing: alt (figures file older than this run, ignored)." in section
+    summary = (bench / "results" / "summary.md").read_text().splitlines()
+    assert summary[2].startswith("Commit `")  # where it was measured, under its heading
