@@ -129,6 +129,19 @@ def chat_new(request: HttpRequest) -> HttpResponse:
     return redirect("chat-session", session_id=session.pk)
 
 
+def _side_by_side(bars: list[dict[str, Any]]) -> list[tuple[str, str]]:
+    """Issue 16: the nodes whose work overlapped in time (the conversation vector's model call
+    beside retrieval), as (the one that began first, the others beside it) in German names."""
+    beside: dict[str, list[str]] = {}
+    spans = [(int(b["offset_ms"]), int(b["offset_ms"]) + int(b["ms"]), b) for b in bars]
+    for i, (start, end, bar) in enumerate(spans):
+        for other_start, other_end, other in spans[i + 1 :]:
+            if start < other_end and other_start < end:
+                first, second = (bar, other) if start <= other_start else (other, bar)
+                beside.setdefault(str(first["node_label"]), []).append(str(second["node_label"]))
+    return [(first, " und ".join(others)) for first, others in beside.items()]
+
+
 @login_required
 def turn_inspector(request: HttpRequest, turn_id: int) -> HttpResponse:
     turn = selectors.turn_get(user=request_user(request), turn_id=turn_id)
@@ -144,6 +157,7 @@ def turn_inspector(request: HttpRequest, turn_id: int) -> HttpResponse:
         for node in ("composer", "responder")
     }
     bars = inspection.node_rows(selectors.waterfall(turn))
+    side_by_side = _side_by_side(bars)
     return render(
         request,
         "inspector.html",
@@ -152,6 +166,7 @@ def turn_inspector(request: HttpRequest, turn_id: int) -> HttpResponse:
             "reply": replies[-1] if replies else None,
             "bars": bars,
             "fallbacks": [bar for bar in bars if bar["fallback"]],
+            "side_by_side": side_by_side,
             "prompts": prompts,
             "checks_json": json.dumps(turn.checks or {}, ensure_ascii=False, indent=2),
             # issue 15: the checks as a table, outcomes in German, the deviation explained.

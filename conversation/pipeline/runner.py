@@ -55,6 +55,10 @@ NODES: list[Callable[[TurnState], TurnState]] = [
     pending.run,
     router.run,
     agent.run,
+    # issue 16: the vector's model call needs only the history and the words, so it is sent
+    # here and runs beside memory recall and retrieval; vector.run takes its answer (and writes
+    # the node's row) before the composer. Without this entry the call is made in vector.run.
+    vector.start,
     enricher.run,
     reducer.run,
     vector.run,
@@ -64,6 +68,8 @@ NODES: list[Callable[[TurnState], TurnState]] = [
     remember.run,
     pending.remind,  # the open question this message did not answer, asked again
 ]
+# Entries that only send a node's work ahead: the node itself is the later entry.
+AHEAD: frozenset[Callable[[TurnState], TurnState]] = frozenset({vector.start})
 
 
 def check_input(text: str) -> tuple[str, str | None, str | None]:
@@ -196,7 +202,8 @@ def run_turn(
                             if halted is not None:
                                 break
                             state = node(state)
-                            state.extra["_last_node"] = node.__module__.rsplit(".", 1)[-1]
+                            if node not in AHEAD:
+                                state.extra["_last_node"] = node.__module__.rsplit(".", 1)[-1]
                             if node is responder.run:
                                 state.extra["_reply_complete"] = True
                     if halted is not None:
