@@ -276,8 +276,17 @@ _WORD_SPLIT_RE = re.compile(r"((?:[^\W_]|')+)")
 # The first sign outside DROPPED_SIGNS (the underscore is a sign, not a word character).
 _BAD_SIGN_RE = re.compile("[^\\w'" + "".join(re.escape(ch) for ch in sorted(DROPPED_SIGNS)) + "]|_")
 _CLAUSE_SEPARATOR_RE = re.compile("[" + re.escape("".join(sorted(CLAUSE_SEPARATORS))) + "]")
-# Any refusal stem at all: the ordered stem loop runs only for a word this finds.
-_ANY_STEM_RE = re.compile("|".join(re.escape(stem) for stem in REFUSAL_STEMS))
+# Whether any refusal stem is in a text: a stem that holds a shorter one ("nein" holds "ne")
+# adds nothing to that question. No stem can span two words (stems are letters only, and two
+# words are always parted by a non-letter), so one search over the whole answer tells whether
+# the ordered per-word loop of _refusal needs to run at all.
+_ANY_STEM_RE = re.compile(
+    "|".join(
+        re.escape(stem)
+        for stem in REFUSAL_STEMS
+        if not any(other != stem and other in stem for other in REFUSAL_STEMS)
+    )
+)
 # Words that never start a refusal search: consent words and the non-refusing words.
 _NO_STEM_SEARCH: frozenset[str] = CONSENT_WORDS | NON_REFUSING_WORDS
 # Closed phrases by their first word, longest first (the order of CONSENT_PHRASES).
@@ -285,58 +294,63 @@ _PHRASES_BY_FIRST: dict[str, tuple[tuple[str, ...], ...]] = {
     first: tuple(p for p in CONSENT_PHRASES if p[0] == first)
     for first in {phrase[0] for phrase in CONSENT_PHRASES}
 }
+_PHRASE_FIRSTS: frozenset[str] = frozenset(_PHRASES_BY_FIRST)
 _PHRASE_WORDS: frozenset[str] = frozenset(word for phrase in CONSENT_PHRASES for word in phrase)
+# Words that may make up a consent without any phrase.
+_PLAIN_WORDS: frozenset[str] = CONSENT_WORDS | FILLER_WORDS
+# True while every phrase holds a word that is neither consent nor filler: then an answer of
+# plain words only cannot contain a phrase, and the phrase scan is skipped for it.
+_NO_PHRASE_OF_PLAIN_WORDS: bool = not any(_PLAIN_WORDS.issuperset(p) for p in CONSENT_PHRASES)
+# Without one of these words in a clause, none of the clause rules can fail there.
+_CLAUSE_RULE_WORDS: frozenset[str] = ASKING_VERBS | IMPERATIVE_VERBS | {"ist"}
+# The first word and the most words of a whole-answer consent: the words are joined and
+# looked up only when both fit.
+_WHOLE_CONSENT_FIRSTS: frozenset[str] = frozenset(c.split(" ")[0] for c in WHOLE_CONSENTS)
+_WHOLE_CONSENT_MAX_WORDS: int = max(len(c.split(" ")) for c in WHOLE_CONSENTS)
 # What a consenting answer may consist of, for the output check.
 _VERIFY_WORDS: frozenset[str] = CONSENT_WORDS | FILLER_WORDS | _PHRASE_WORDS
 # Characters that cannot need _normalise (no glyph of _GLYPH_MAP, no emoji): ASCII.
 _GLYPHS = frozenset("\u2026\u2013\u2014\u2019")
+_ASCII_WHITESPACE_CHARS = "".join(sorted(ASCII_WHITESPACE))
+
+# The same two questions for an ASCII text as one str.translate each (much faster than the
+# patterns on a long answer), each table derived from its pattern character by character:
+# every character that is not a word character becomes a space, so ``str.split()`` yields the
+# words of _WORD_SPLIT_RE; every character that is not a bad sign is deleted, so what is left
+# are the bad signs of _BAD_SIGN_RE.
+_ASCII_CHARS = [chr(code) for code in range(128)]
+_ASCII_WORDS_ONLY = str.maketrans(
+    {ch: " " for ch in _ASCII_CHARS if _WORD_SPLIT_RE.fullmatch(ch) is None}
+)
+_ASCII_BAD_SIGNS_ONLY = str.maketrans(
+    {ch: None for ch in _ASCII_CHARS if _BAD_SIGN_RE.fullmatch(ch) is None}
+)
+
+# Enum members as module constants: an attribute look-up on an Enum class costs a call.
+_YES_NO = QuestionKind.YES_NO
+_CHOICE = QuestionKind.CHOICE
+_REFUSAL = ConsentOutcome.REFUSAL
+
+# Readings without a variable part, built once (a Reading is frozen, so sharing is safe).
+_NOT_TEXT = Reading(ConsentOutcome.UNCLEAR, "not_text")
+_EMPTY = Reading(ConsentOutcome.UNCLEAR, "empty")
+_CHOICE_NEVER_CONSENTS = Reading(ConsentOutcome.UNCLEAR, "choice_never_consents")
+_CONSENT = Reading(ConsentOutcome.CONSENT, "consent")
+_WHOLE_CONSENT = Reading(ConsentOutcome.CONSENT, "whole_consent")
+_REFUSAL_READINGS: dict[str, Reading] = {
+    reason: Reading(ConsentOutcome.REFUSAL, reason)
+    for reason in [f"refusal_stem:{stem}" for stem in REFUSAL_STEMS]
+    + [f"refusal_word:{word}" for word in sorted(REFUSAL_WORDS)]
+}
+_UNCLEAR_READINGS: dict[str, Reading] = {
+    reason: Reading(ConsentOutcome.UNCLEAR, reason)
+    for reason in ("no_consent_word", "question_word_order", "imperative_with_subject")
+}
 
 
 # --------------------------------------------------------------------------------------------
-# Tokens
+# Words, signs, refusal
 # --------------------------------------------------------------------------------------------
-
-
-class _Token(NamedTuple):
-    text: str  # lower-cased word, or the phrase joined by spaces
-    clause: int
-    is_phrase: bool = False
-
-
-class _Scan(NamedTuple):
-    words: list[str]  # lower-cased words in order
-    clauses: list[int]  # clause index per word
-    gaps: list[str]  # raw text between word i-1 and word i (gaps[0] is before the first)
-    bad_sign: str | None  # the first sign outside DROPPED_SIGNS, if any
-
-
-def _scan(text: str) -> _Scan:
-    """Split normalised text into words, clause indices, gaps and the first bad sign.
-
-    Bad signs split words like any separator, so refusal stems are still found around them.
-    """
-    bad = _BAD_SIGN_RE.search(text)
-    # [gap, word, gap, word, …, gap]: the words at odd places, the gap before each at even.
-    parts = _WORD_SPLIT_RE.split(text)
-    words = [word.lower() for word in parts[1::2]]
-    gaps = parts[0:-1:2]
-    if _CLAUSE_SEPARATOR_RE.search(text) is None:
-        clauses = [0] * len(words)
-    else:
-        clauses = []
-        clause = 0
-        for gap in gaps:
-            clause += len(_CLAUSE_SEPARATOR_RE.findall(gap))
-            clauses.append(clause)
-    return _Scan(
-        words=words, clauses=clauses, gaps=gaps, bad_sign=bad.group() if bad is not None else None
-    )
-
-
-def _sign_reason(ch: str) -> str:
-    # Non-ASCII signs are named by code point: U+037E looks exactly like ";" in a log.
-    shown = ch if " " < ch < "\x7f" else f"U+{ord(ch):04X}"
-    return f"sign:{shown}"
 
 
 def _normalise(text: str) -> str:
@@ -347,8 +361,52 @@ def _normalise(text: str) -> str:
     return _POSITIVE_EMOJI_RE.sub(" ", text)
 
 
-def _refusal(words: list[str]) -> str | None:
-    """seed 000 §3 point 1: the reason of the first refusal, searched outside consent words."""
+def _split(normalised: str) -> tuple[list[str], str]:
+    """The lower-cased words of normalised text, and a text that holds every word.
+
+    The words are the runs of ``_WORD_SPLIT_RE``; bad signs split words like any separator, so
+    refusal stems are still found around them. An ASCII text is lower-cased once as a whole
+    (ASCII case mapping is per character and keeps letters letters, so the words are the
+    same); any other text word by word, as ``str.lower`` depends on the context there (final
+    sigma) and may change a word's length.
+    """
+    if normalised.isascii():
+        lowered = normalised.lower()
+        return lowered.translate(_ASCII_WORDS_ONLY).split(), lowered
+    words = [word.lower() for word in _WORD_SPLIT_RE.findall(normalised)]
+    return words, " ".join(words)
+
+
+def _gaps(normalised: str) -> list[str]:
+    """The raw text before each word (gaps[0] is before the first; the tail is left out)."""
+    # [gap, word, gap, word, …, gap]: the words at odd places, the gap before each at even.
+    return _WORD_SPLIT_RE.split(normalised)[0:-1:2]
+
+
+def _bad_sign(normalised: str) -> str | None:
+    """The first sign outside DROPPED_SIGNS, if any."""
+    if normalised.isascii() and not normalised.translate(_ASCII_BAD_SIGNS_ONLY):
+        return None
+    match = _BAD_SIGN_RE.search(normalised)
+    return match.group() if match is not None else None
+
+
+def _sign_reason(ch: str) -> str:
+    # Non-ASCII signs are named by code point: U+037E looks exactly like ";" in a log.
+    shown = ch if " " < ch < "\x7f" else f"U+{ord(ch):04X}"
+    return f"sign:{shown}"
+
+
+def _refusal(words: list[str], haystack: str | None = None) -> str | None:
+    """seed 000 §3 point 1: the reason of the first refusal, searched outside consent words.
+
+    ``haystack`` is a text that holds every word and in which no stem spans two words (the
+    lower-cased answer, or by default the words joined by spaces).
+    """
+    if haystack is None:
+        haystack = " ".join(words)
+    if _ANY_STEM_RE.search(haystack) is None and REFUSAL_WORDS.isdisjoint(words):
+        return None
     for word in words:
         if word in _NO_STEM_SEARCH:
             # "gerne" and "meinetwegen" contain "ne" but consent.
@@ -362,29 +420,51 @@ def _refusal(words: list[str]) -> str | None:
     return None
 
 
+# --------------------------------------------------------------------------------------------
+# Consent: phrases, words, clauses
+# --------------------------------------------------------------------------------------------
+
+
+class _Token(NamedTuple):
+    text: str  # lower-cased word, or the phrase joined by spaces
+    clause: int
+    is_phrase: bool = False
+
+
 def _phrase_gap_ok(gap: str) -> bool:
-    # Two words are never adjacent without a gap, so an empty core means whitespace only.
-    return "".join(ch for ch in gap if ch not in ASCII_WHITESPACE) in ("", ",")
+    # Two words are never adjacent without a gap, so an empty core means whitespace only;
+    # a gap holds no word characters, so stripping the whitespace leaves its core.
+    return gap.strip(_ASCII_WHITESPACE_CHARS) in ("", ",")
 
 
-def _tokens(scan: _Scan) -> list[_Token]:
+def _clauses(normalised: str, gaps: list[str]) -> list[int]:
+    """The clause index of every word: how many clause separators stand before it."""
+    if _CLAUSE_SEPARATOR_RE.search(normalised) is None:
+        return [0] * len(gaps)
+    clauses: list[int] = []
+    clause = 0
+    for gap in gaps:
+        clause += len(_CLAUSE_SEPARATOR_RE.findall(gap))
+        clauses.append(clause)
+    return clauses
+
+
+def _tokens(words: list[str], gaps: list[str], clauses: list[int]) -> list[_Token]:
     """Collapse closed consent phrases into one token each; keep every other word."""
-    words = scan.words
-    if _PHRASES_BY_FIRST.keys().isdisjoint(words):
-        return [_Token(word, clause) for word, clause in zip(words, scan.clauses, strict=True)]
     tokens: list[_Token] = []
     i = 0
-    while i < len(words):
+    count = len(words)
+    while i < count:
         for phrase in _PHRASES_BY_FIRST.get(words[i], ()):
             end = i + len(phrase)
             if tuple(words[i:end]) == phrase and all(
-                _phrase_gap_ok(scan.gaps[j]) for j in range(i + 1, end)
+                _phrase_gap_ok(gaps[j]) for j in range(i + 1, end)
             ):
-                tokens.append(_Token(" ".join(phrase), scan.clauses[i], is_phrase=True))
+                tokens.append(_Token(" ".join(phrase), clauses[i], is_phrase=True))
                 i = end
                 break
         else:
-            tokens.append(_Token(words[i], scan.clauses[i]))
+            tokens.append(_Token(words[i], clauses[i]))
             i += 1
     return tokens
 
@@ -415,14 +495,66 @@ def _clause_failure(tokens: list[_Token]) -> str | None:
     return None
 
 
-def _consent_failure(scan: _Scan) -> str | None:
-    """None when the scanned answer consists of consent (seed 000 §3 point 3), else why not.
+def _clause_groups(words: list[str], gaps: list[str]) -> list[list[str]]:
+    """The words of each clause, in order: a clause ends at a gap with a clause separator."""
+    groups: list[list[str]] = []
+    current: list[str] = []
+    for gap, word in zip(gaps, words, strict=True):
+        if current and not CLAUSE_SEPARATORS.isdisjoint(gap):
+            groups.append(current)
+            current = []
+        current.append(word)
+    if current:
+        groups.append(current)
+    return groups
+
+
+def _clause_words_failure(groups: list[list[str]]) -> str | None:
+    """_clause_failure for clauses without a phrase, each given by its words."""
+    for clause_words in groups:
+        if _CLAUSE_RULE_WORDS.isdisjoint(clause_words):
+            continue
+        seen_asking_verb = False
+        for word in clause_words:
+            if seen_asking_verb and word in SUBJECT_WORDS:
+                return "question_word_order"
+            if word in ASKING_VERBS:
+                seen_asking_verb = True
+        if not IMPERATIVE_VERBS.isdisjoint(clause_words) and not IMPERATIVE_SUBJECTS.isdisjoint(
+            clause_words
+        ):
+            return "imperative_with_subject"
+        if "ist" in clause_words:
+            for word in clause_words:
+                if word in CONSENT_WORDS and word not in CONSENT_WITH_IST:
+                    return f"predicative_not_consent:{word}"
+    return None
+
+
+def _consent_failure(normalised: str, words: list[str], bad_sign: str | None) -> str | None:
+    """None when the answer consists of consent (seed 000 §3 point 3), else why not.
 
     Precondition: the refusal search already ran and found nothing.
     """
-    if scan.bad_sign is not None:
-        return _sign_reason(scan.bad_sign)
-    tokens = _tokens(scan)
+    if bad_sign is not None:
+        return _sign_reason(bad_sign)
+    if _PHRASE_FIRSTS.isdisjoint(words) or (
+        _NO_PHRASE_OF_PLAIN_WORDS and _PLAIN_WORDS.issuperset(words)
+    ):
+        # No phrase can match: every word is its own token.
+        if not _PLAIN_WORDS.issuperset(words):
+            for word in words:
+                if word not in _PLAIN_WORDS:
+                    return f"word_not_consent:{word}"
+        if CONSENT_WORDS.isdisjoint(words):
+            return "no_consent_word"
+        if _CLAUSE_RULE_WORDS.isdisjoint(words):
+            return None
+        if _CLAUSE_SEPARATOR_RE.search(normalised) is None:
+            return _clause_words_failure([words])
+        return _clause_words_failure(_clause_groups(words, _gaps(normalised)))
+    gaps = _gaps(normalised)
+    tokens = _tokens(words, gaps, _clauses(normalised, gaps))
     has_consent = False
     for token in tokens:
         if token.is_phrase or token.text in CONSENT_WORDS:
@@ -432,6 +564,16 @@ def _consent_failure(scan: _Scan) -> str | None:
     if not has_consent:
         return "no_consent_word"
     return _clause_failure(tokens)
+
+
+def _not_complete_consent(text: str) -> str | None:
+    """Why a raw text is not a complete consent (refusal, sign, word, order), or None."""
+    normalised = _normalise(text)
+    words, haystack = _split(normalised)
+    refusal = _refusal(words, haystack)
+    if refusal is not None:
+        return refusal
+    return _consent_failure(normalised, words, _bad_sign(normalised))
 
 
 # --------------------------------------------------------------------------------------------
@@ -474,14 +616,15 @@ _INSTRUCTION_WORDS: frozenset[str] = frozenset(
 )
 
 
-def _parse_correction(text: str) -> str | None:
-    match = _ABER_RE.search(text)
-    if match is None:
+def _parse_correction(text: str, aber: re.Match[str] | None) -> str | None:
+    """The correction, given the first match of ``_ABER_RE`` in ``text`` (None: none)."""
+    if aber is None:
         return None
-    prefix, instruction = text[: match.start()], text[match.end() :]
+    prefix, instruction = text[: aber.start()], text[aber.end() :]
+    if _QUOTE_CHARS.isdisjoint(instruction):
+        return None  # every quote starts with one of these: no quoted wording at all
     # The part before "aber" must itself be a complete consent ("ja", "ok gerne").
-    prefix_scan = _scan(_normalise(prefix))
-    if _refusal(prefix_scan.words) is not None or _consent_failure(prefix_scan) is not None:
+    if _not_complete_consent(prefix) is not None:
         return None
 
     candidates: list[str] = []
@@ -507,14 +650,15 @@ def _parse_correction(text: str) -> str | None:
     rest = "".join(residue)
     if not _QUOTE_CHARS.isdisjoint(_APOSTROPHE_IN_WORD_RE.sub("", rest)):
         return None  # an unmatched quote: the wording is not readable
-    rest_scan = _scan(_normalise(rest))
-    if rest_scan.bad_sign is not None:
+    rest_normalised = _normalise(rest)
+    if _bad_sign(rest_normalised) is not None:
         return None
     # Every word outside the quotes must belong to the closed instruction grammar. This also
     # keeps refusal first: no instruction word refuses, so any refusal outside the quotes
     # ("lass 'X' weg", "nein, nenn es 'X'") ends the correction and the refusal is read. The
     # stem search itself is not run here: "nenn" contains "ne" but names, it does not refuse.
-    if any(word not in _INSTRUCTION_WORDS for word in rest_scan.words):
+    rest_words = _split(rest_normalised)[0]
+    if not _INSTRUCTION_WORDS.issuperset(rest_words):
         return None
     return candidates[0]
 
@@ -529,7 +673,7 @@ def read_correction(text: str) -> str | None:
     """
     if not isinstance(text, str):
         return None
-    return _parse_correction(text)
+    return _parse_correction(text, _ABER_RE.search(text))
 
 
 # --------------------------------------------------------------------------------------------
@@ -547,43 +691,83 @@ def read_answer(text: str, kind: QuestionKind = QuestionKind.YES_NO) -> Reading:
     if kind.__class__ is not QuestionKind:
         kind = QuestionKind(kind)  # an unknown kind raises ValueError here
     if not isinstance(text, str):
-        return Reading(ConsentOutcome.UNCLEAR, "not_text")
+        return _NOT_TEXT
+    if text.isascii():
+        # Most answers are one closed-set unit ("ja", "Nein!", "na klar"): one look-up in a
+        # table that _read itself filled at import (see _short_answers).
+        short = _SHORT_ANSWERS.get(text.strip(_EDGE_SIGNS).lower())
+        if short is not None:
+            if kind is _YES_NO or short.outcome is _REFUSAL:
+                return short
+            return _CHOICE_NEVER_CONSENTS
     if not text.strip():
-        return Reading(ConsentOutcome.UNCLEAR, "empty")
+        return _EMPTY
+    return _read(text, kind)
 
-    if kind == QuestionKind.YES_NO:
-        correction = _parse_correction(text)
-        if correction is not None:
-            return Reading(ConsentOutcome.UNCLEAR, "correction", correction)
 
-    scan = _scan(_normalise(text))
-    refusal = _refusal(scan.words)
+def _read(text: str, kind: QuestionKind) -> Reading:
+    """read_answer for a text that is not empty, without the short-answer table."""
+    if kind is _YES_NO:
+        aber = _ABER_RE.search(text)
+        if aber is not None:
+            correction = _parse_correction(text, aber)
+            if correction is not None:
+                return Reading(ConsentOutcome.UNCLEAR, "correction", correction)
+
+    normalised = _normalise(text)
+    words, haystack = _split(normalised)
+    refusal = _refusal(words, haystack)
     if refusal is not None:
-        return Reading(ConsentOutcome.REFUSAL, refusal)
-    if kind == QuestionKind.CHOICE:
-        return Reading(ConsentOutcome.UNCLEAR, "choice_never_consents")
+        return _REFUSAL_READINGS[refusal]
+    if kind is _CHOICE:
+        return _CHOICE_NEVER_CONSENTS
 
-    if scan.bad_sign is None and " ".join(scan.words) in WHOLE_CONSENTS:
+    bad = _bad_sign(normalised)
+    if (
+        bad is None
+        and words
+        and words[0] in _WHOLE_CONSENT_FIRSTS
+        and len(words) <= _WHOLE_CONSENT_MAX_WORDS
+        and " ".join(words) in WHOLE_CONSENTS
+    ):
         _verify_whole_consent(text)
-        return Reading(ConsentOutcome.CONSENT, "whole_consent")
-    failure = _consent_failure(scan)
+        return _WHOLE_CONSENT
+    failure = _consent_failure(normalised, words, bad)
     if failure is not None:
-        return Reading(ConsentOutcome.UNCLEAR, failure)
+        return _UNCLEAR_READINGS.get(failure) or Reading(ConsentOutcome.UNCLEAR, failure)
     _verify_consent(text)
-    return Reading(ConsentOutcome.CONSENT, "consent")
+    return _CONSENT
 
 
-# The output checks split words their own way (``\w``, apostrophe), independent of _scan.
+# The output checks split words their own way (``\w``, apostrophe), independent of _split.
 _VERIFY_WORD_RE = re.compile(r"[\w']+")
+# The words of _VERIFY_WORDS the output check lets through (no refusal in them).
+_VERIFY_PASSES: frozenset[str] = frozenset(
+    word
+    for word in _VERIFY_WORDS
+    if word in _NO_STEM_SEARCH
+    or not (word in REFUSAL_WORDS or any(stem in word for stem in REFUSAL_STEMS))
+)
+
+
+def _verified_words(text: str) -> list[str]:
+    """The output checks' own reading of the raw text: RuntimeError for a sign, else the
+    lower-cased words."""
+    normalised = _normalise(text)
+    if not normalised.isascii() or normalised.translate(_ASCII_BAD_SIGNS_ONLY):
+        sign = _BAD_SIGN_RE.search(normalised)
+        if sign is not None:
+            raise RuntimeError(f"consent with a sign: {sign.group()!r}")
+    lowered = normalised.lower()
+    if lowered.isascii():
+        # No sign, so no underscore: the runs of \w and apostrophes are the translated words.
+        return lowered.translate(_ASCII_WORDS_ONLY).split()
+    return _VERIFY_WORD_RE.findall(lowered)
 
 
 def _verify_whole_consent(text: str) -> None:
     """The output check of a whole-answer consent, re-derived from the raw text."""
-    normalised = _normalise(text)
-    sign = _BAD_SIGN_RE.search(normalised)
-    if sign is not None:
-        raise RuntimeError(f"consent with a sign: {sign.group()!r}")
-    words = _VERIFY_WORD_RE.findall(normalised.lower())
+    words = _verified_words(text)
     if " ".join(words) not in WHOLE_CONSENTS:
         raise RuntimeError("whole consent that is not in the closed set")
     if _refusal(words) is not None:
@@ -593,17 +777,52 @@ def _verify_whole_consent(text: str) -> None:
 def _verify_consent(text: str) -> None:
     """Independent output check before anything may execute (seed 000 §3, the seed's
     "Ausgabe-Verifikation"): re-derived from the raw text, raises instead of consenting."""
-    normalised = _normalise(text)
-    sign = _BAD_SIGN_RE.search(normalised)
-    if sign is not None:
-        raise RuntimeError(f"consent with a sign: {sign.group()!r}")
-    words = _VERIFY_WORD_RE.findall(normalised.lower())
+    words = _verified_words(text)
     if not words:
         raise RuntimeError("consent without words")
+    if _VERIFY_PASSES.issuperset(words):
+        return
     for word in words:
         if word not in _VERIFY_WORDS:
             raise RuntimeError(f"consent with a foreign word: {word!r}")
-        if word in _NO_STEM_SEARCH:
-            continue
-        if word in REFUSAL_WORDS or any(stem in word for stem in REFUSAL_STEMS):
+        if word not in _VERIFY_PASSES:
             raise RuntimeError(f"consent with a refusal: {word!r}")
+
+
+# --------------------------------------------------------------------------------------------
+# Short answers: one dict look-up
+# --------------------------------------------------------------------------------------------
+
+# Signs that may stand around a short answer: the dropped signs change no reading at the edges
+# of an answer (no word, no phrase gap, the clauses keep their grouping).
+_EDGE_SIGNS = "".join(sorted(DROPPED_SIGNS))
+
+
+def _short_answers() -> dict[str, Reading]:
+    """The yes/no reading of every single unit of the closed sets, as the whole answer.
+
+    Computed at import by the reader itself (``_read``), so the table cannot drift from the
+    sets or the rules. ``read_answer`` looks an ASCII answer up here after stripping
+    ``_EDGE_SIGNS`` and lower-casing it, which changes no reading of an ASCII answer: case
+    only changes letters, which are read lower-cased, and only a quoted correction keeps
+    case, which needs "aber" (no key holds it).
+    """
+    units = (
+        CONSENT_WORDS
+        | FILLER_WORDS
+        | NON_REFUSING_WORDS
+        | REFUSAL_WORDS
+        | frozenset(REFUSAL_STEMS)
+        | frozenset(" ".join(phrase) for phrase in CONSENT_PHRASES)
+        | WHOLE_CONSENTS
+    )
+    return {
+        unit: _read(unit, QuestionKind.YES_NO)
+        for unit in sorted(units)
+        if unit.isascii()
+        and unit == unit.lower().strip(_EDGE_SIGNS)
+        and _ABER_RE.search(unit) is None
+    }
+
+
+_SHORT_ANSWERS: dict[str, Reading] = _short_answers()
