@@ -66,9 +66,12 @@ SUMMARY_HEADING = "### Scaling targets (issue table): this run's figures"
 
 
 def _number(value: Any) -> str:
+    """A figure as people read it: whole numbers from 100 up, else two significant decimals."""
     if isinstance(value, bool) or not isinstance(value, int | float):
         return str(value)
-    return f"{value:,.2f}".rstrip("0").rstrip(".") if value % 1 else f"{value:,.0f}"
+    if abs(value) >= 100 or value == int(value):
+        return f"{value:,.0f}"
+    return f"{value:.1f}" if abs(value) >= 10 else f"{value:.2f}".rstrip("0").rstrip(".")
 
 
 def _cell(text: Any) -> str:
