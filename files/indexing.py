@@ -12,7 +12,10 @@ measured on the product's own rows (on the product's own path). A file's learnin
    lets "Was weißt du über Seladon?" reach a note with the heading ``## Seladon``). Only heading
    words and a few extracted terms per block — never every word, so "nothing relevant" stays
    expressible;
-4. embeddings in one batched call for all files of a batch (topic text + blocks that changed);
+4. embeddings in one batched call for all files of a batch (topic text + blocks that changed),
+   each distinct text once: a block whose embedded text is already stored in the root (an
+   unchanged section, a section repeated across files) keeps that vector, and identical texts
+   within a batch share one. What the database holds is read per batch, not per file;
 5. the upsert of the entry and its block rows (text, keywords, both search vectors) in one
    transaction per file, and a read-back: an unverified write is a failure, never a success.
 """
@@ -28,7 +31,7 @@ from typing import Any
 
 from django.contrib.postgres.search import SearchVector
 from django.db import transaction
-from django.db.models import Value
+from django.db.models import Count, Q, Value
 from django.utils import timezone
 
 from files.models import FileRoot, IndexBlock, IndexEntry
@@ -186,13 +189,95 @@ def file_keywords(enriched: list[str], block_map: list[dict[str, Any]]) -> list[
     return _merge(enriched, _merge(heads, limit=FILE_HEADING_TERMS))
 
 
-def _prepare(item: FileToIndex, twins: dict[str, _Prepared]) -> _Prepared:
-    is_new = not IndexEntry.objects.filter(root=item.root, rel_path=item.rel_path).exists()
+@dataclass
+class _Known:
+    """What the database already holds for the files of one batch, read in a few queries per
+    root instead of several per file."""
+
+    # (root id, rel_path) of every file that already has a row.
+    existing: set[tuple[int, str]]
+    # (root id, content hash) -> the first learned row with that hash (a twin candidate list).
+    twins: dict[tuple[int, str], list[IndexEntry]]
+    # (root id, block hash) -> a stored vector of a block with exactly that embedded text.
+    block_vectors: dict[tuple[int, str], list[float]]
+
+
+# What a twin hands over (not its search text, which can be 200,000 characters).
+_TWIN_FIELDS = (
+    "root_id",
+    "rel_path",
+    "inhalt_hash",
+    "topic",
+    "summary",
+    "keywords",
+    "block_map",
+    "topic_embedding",
+)
+
+
+def _known(items: Sequence[FileToIndex]) -> _Known:
+    existing: set[tuple[int, str]] = set()
+    twins: dict[tuple[int, str], list[IndexEntry]] = {}
+    by_root: dict[int, list[FileToIndex]] = {}
+    for item in items:
+        by_root.setdefault(item.root.pk, []).append(item)
+    for root_id, group in by_root.items():
+        paths = {i.rel_path for i in group}
+        existing.update(
+            (root_id, path)
+            for path in IndexEntry.objects.filter(root_id=root_id, rel_path__in=paths).values_list(
+                "rel_path", flat=True
+            )
+        )
+        for twin in (
+            IndexEntry.objects.filter(
+                root_id=root_id,
+                inhalt_hash__in={i.digest for i in group},
+                indexed_at__isnull=False,
+            )
+            .only(*_TWIN_FIELDS)
+            .order_by("pk")
+        ):
+            twins.setdefault((root_id, twin.inhalt_hash), []).append(twin)
+    return _Known(existing=existing, twins=twins, block_vectors={})
+
+
+def _stored_block_vectors(batch: list[_Prepared], known: _Known) -> None:
+    """Blocks whose embedded text is already stored in the same root keep that vector: an
+    edit re-embeds only its block, and a section repeated across files (a template, a
+    signature) is embedded once per root. The key is the sha256 of the embedded text and the
+    embedder's vector depends on the text alone (novaberg/embeddings.py), so the reused vector
+    is the one a new call would compute."""
+    wanted: dict[int, set[str]] = {}
+    for p in batch:
+        if p.copy_of is None:
+            for b in p.blocks:
+                if b.embed and b.block_hash not in p.block_vectors:
+                    wanted.setdefault(p.item.root.pk, set()).add(b.block_hash)
+    for root_id, hashes in wanted.items():
+        rows = IndexBlock.objects.filter(
+            entry__root_id=root_id, block_hash__in=hashes, embedding__isnull=False
+        ).values_list("block_hash", "embedding")
+        for block_hash, vector in rows:
+            if vector is not None:
+                known.block_vectors.setdefault((root_id, block_hash), list(vector))
+    for p in batch:
+        for b in p.blocks:
+            stored = known.block_vectors.get((p.item.root.pk, b.block_hash))
+            if b.embed and stored is not None:
+                p.block_vectors.setdefault(b.block_hash, stored)
+
+
+def _prepare(item: FileToIndex, twins: dict[str, _Prepared], known: _Known) -> _Prepared:
+    is_new = (item.root.pk, item.rel_path) not in known.existing
     earlier = twins.get(item.digest)
-    twin = (
-        IndexEntry.objects.filter(root=item.root, inhalt_hash=item.digest, indexed_at__isnull=False)
-        .exclude(rel_path=item.rel_path)
-        .first()
+    twin = next(
+        (
+            t
+            for t in known.twins.get((item.root.pk, item.digest), [])
+            if t.rel_path != item.rel_path
+        ),
+        None,
     )
     if earlier is not None:
         # A copy inside the same batch: the first one's enrichment, vectors filled in later.
@@ -249,40 +334,34 @@ def _prepare(item: FileToIndex, twins: dict[str, _Prepared]) -> _Prepared:
             notes=list(enrichment.notes),
         )
         twins.setdefault(item.digest, prepared)
-    # Blocks whose text did not change keep their vectors (an edit re-embeds only its block).
-    if prepared.copy_of is None and any(
-        b.embed and b.block_hash not in prepared.block_vectors for b in prepared.blocks
-    ):
-        for old in IndexBlock.objects.filter(
-            entry__root=item.root, entry__rel_path=item.rel_path, embedding__isnull=False
-        ):
-            if old.embedding is not None:
-                prepared.block_vectors.setdefault(old.block_hash, list(old.embedding))
     return prepared
 
 
-def _embed_batch(batch: list[_Prepared]) -> None:
-    """One embedding call for every missing vector of the batch (topics and blocks)."""
-    texts: list[str] = []
-    slots: list[tuple[_Prepared, str | None]] = []  # (file, block hash or None for the topic)
+def _embed_batch(batch: list[_Prepared]) -> int:
+    """One embedding call for every missing vector of the batch (topics and blocks), each
+    distinct text once: identical sections or topic texts across the files of a batch share
+    one vector. Returns the number of texts embedded."""
+    slots: dict[str, list[tuple[_Prepared, str | None]]] = {}  # text -> (file, block hash)
     for p in batch:
         if p.vector is None:
-            texts.append(embedding_text(p.topic, p.summary, p.embed_keywords))
-            slots.append((p, None))
+            text = embedding_text(p.topic, p.summary, p.embed_keywords)
+            slots.setdefault(text, []).append((p, None))
         wanted: set[str] = set()
         for b in p.blocks:
             if b.embed and b.block_hash not in p.block_vectors and b.block_hash not in wanted:
                 wanted.add(b.block_hash)
-                texts.append(b.embed_text)
-                slots.append((p, b.block_hash))
-    if not texts:
-        return
+                slots.setdefault(b.embed_text, []).append((p, b.block_hash))
+    if not slots:
+        return 0
+    texts = list(slots)
     vectors = embed(texts)
-    for (p, block_hash), vector in zip(slots, vectors, strict=True):
-        if block_hash is None:
-            p.vector = vector
-        else:
-            p.block_vectors[block_hash] = vector
+    for text, vector in zip(texts, vectors, strict=True):
+        for p, block_hash in slots[text]:
+            if block_hash is None:
+                p.vector = vector
+            else:
+                p.block_vectors[block_hash] = vector
+    return len(texts)
 
 
 def _mtime(mtime_ns: int | None) -> datetime | None:
@@ -296,40 +375,48 @@ def _write(p: _Prepared) -> int:
     search_text = "\n".join([item.rel_path, p.topic, p.summary, " ".join(p.keywords), item.text])[
         :SEARCH_TEXT_MAX
     ]
-    entry, _ = IndexEntry.objects.update_or_create(
-        root=item.root,
-        rel_path=item.rel_path,
-        defaults={
-            "format": item.format,
-            "size": item.size,
-            "mtime": _mtime(item.mtime_ns),
-            "mtime_ns": item.mtime_ns,
-            "ctime_ns": item.ctime_ns,
-            "inode": item.inode,
-            "inhalt_hash": item.digest,
-            "topic": p.topic,
-            "summary": p.summary,
-            "keywords": p.keywords,
-            "line_count": len(item.text.splitlines()),
-            "search_text": search_text,
-            "topic_embedding": p.vector,
-            "block_map": p.block_map,
-            "archived": is_archived(item.rel_path),
-            "state": IndexEntry.State.PRESENT,
-            "last_seen_at": now,
-            "indexed_at": now,
-            "last_error": "",
-        },
+    fields: dict[str, Any] = {
+        "format": item.format,
+        "size": item.size,
+        "mtime": _mtime(item.mtime_ns),
+        "mtime_ns": item.mtime_ns,
+        "ctime_ns": item.ctime_ns,
+        "inode": item.inode,
+        "inhalt_hash": item.digest,
+        "topic": p.topic,
+        "summary": p.summary,
+        "keywords": p.keywords,
+        "line_count": len(item.text.splitlines()),
+        "search_text": search_text,
+        "topic_embedding": p.vector,
+        "block_map": p.block_map,
+        "archived": is_archived(item.rel_path),
+        "state": IndexEntry.State.PRESENT,
+        "last_seen_at": now,
+        "indexed_at": now,
+        "last_error": "",
+    }
+    # One INSERT … ON CONFLICT (root, rel_path) DO UPDATE instead of update_or_create's
+    # SELECT … FOR UPDATE + UPDATE/INSERT; fields not named (first_seen_at, the learned hash)
+    # keep their stored value, as with update_or_create's defaults.
+    entry = IndexEntry(root=item.root, rel_path=item.rel_path, **fields)
+    IndexEntry.objects.bulk_create(
+        [entry],
+        update_conflicts=True,
+        unique_fields=["root", "rel_path"],
+        update_fields=list(fields),
     )
+    if entry.pk is None:
+        raise _NotVerified
     IndexEntry.objects.filter(pk=entry.pk).update(
         search_vector=SearchVector(Value(search_text), config="german"),
         search_vector_simple=SearchVector(Value(search_text), config="simple"),
     )
-    IndexBlock.objects.filter(entry=entry).delete()
+    IndexBlock.objects.filter(entry_id=entry.pk).delete()
     IndexBlock.objects.bulk_create(
         [
             IndexBlock(
-                entry=entry,
+                entry_id=entry.pk,
                 ordinal=b.ordinal,
                 kind=b.kind,
                 heading=b.heading,
@@ -344,16 +431,20 @@ def _write(p: _Prepared) -> int:
         ]
     )
     # The block's search vectors from its stored text (heading line included), one statement.
-    IndexBlock.objects.filter(entry=entry).update(
+    IndexBlock.objects.filter(entry_id=entry.pk).update(
         search_vector=SearchVector("text", config="german"),
         search_vector_simple=SearchVector("text", config="simple"),
     )
-    # Read back: an unverified write is a failure, never a success.
-    stored = IndexEntry.objects.filter(pk=entry.pk).values_list("inhalt_hash", flat=True).first()
-    block_count = IndexBlock.objects.filter(entry=entry, search_vector__isnull=False).count()
-    if stored != item.digest or block_count != len(p.blocks):
+    # Read back (one query): an unverified write is a failure, never a success.
+    stored = (
+        IndexEntry.objects.filter(pk=entry.pk)
+        .annotate(verified_blocks=Count("blocks", filter=Q(blocks__search_vector__isnull=False)))
+        .values_list("inhalt_hash", "verified_blocks")
+        .first()
+    )
+    if stored is None or stored != (item.digest, len(p.blocks)):
         raise _NotVerified
-    return entry.pk
+    return int(entry.pk)
 
 
 def index_entries_refresh(
@@ -366,8 +457,10 @@ def index_entries_refresh(
     its own transaction, so a kill between two files leaves only whole files behind.
     ``on_result`` is called with each file's result as soon as that file is settled."""
     twins: dict[str, _Prepared] = {}
-    batch = [_prepare(item, twins) for item in items]
+    known = _known(items)
+    batch = [_prepare(item, twins, known) for item in items]
     try:
+        _stored_block_vectors(batch, known)
         _embed_batch([p for p in batch if p.copy_of is None])
     except EmbeddingError as exc:
         failed = [
