@@ -276,10 +276,9 @@ _WORD_SPLIT_RE = re.compile(r"((?:[^\W_]|')+)")
 # The first sign outside DROPPED_SIGNS (the underscore is a sign, not a word character).
 _BAD_SIGN_RE = re.compile("[^\\w'" + "".join(re.escape(ch) for ch in sorted(DROPPED_SIGNS)) + "]|_")
 _CLAUSE_SEPARATOR_RE = re.compile("[" + re.escape("".join(sorted(CLAUSE_SEPARATORS))) + "]")
-# Whether any refusal stem is in a text: a stem that holds a shorter one ("nein" holds "ne")
-# adds nothing to that question. No stem can span two words (stems are letters only, and two
-# words are always parted by a non-letter), so one search over the whole answer tells whether
-# the ordered per-word loop of _refusal needs to run at all.
+# Where a refusal stem stands in the words joined by spaces: a stem that holds a shorter one
+# ("nein" holds "ne") adds nothing to that search (the reason still names the longest, see
+# _refusal). No stem holds a space, so every match lies inside one word.
 _ANY_STEM_RE = re.compile(
     "|".join(
         re.escape(stem)
@@ -298,9 +297,6 @@ _PHRASE_FIRSTS: frozenset[str] = frozenset(_PHRASES_BY_FIRST)
 _PHRASE_WORDS: frozenset[str] = frozenset(word for phrase in CONSENT_PHRASES for word in phrase)
 # Words that may make up a consent without any phrase.
 _PLAIN_WORDS: frozenset[str] = CONSENT_WORDS | FILLER_WORDS
-# True while every phrase holds a word that is neither consent nor filler: then an answer of
-# plain words only cannot contain a phrase, and the phrase scan is skipped for it.
-_NO_PHRASE_OF_PLAIN_WORDS: bool = not any(_PLAIN_WORDS.issuperset(p) for p in CONSENT_PHRASES)
 # Without one of these words in a clause, none of the clause rules can fail there.
 _CLAUSE_RULE_WORDS: frozenset[str] = ASKING_VERBS | IMPERATIVE_VERBS | {"ist"}
 # The first word and the most words of a whole-answer consent: the words are joined and
@@ -309,8 +305,15 @@ _WHOLE_CONSENT_FIRSTS: frozenset[str] = frozenset(c.split(" ")[0] for c in WHOLE
 _WHOLE_CONSENT_MAX_WORDS: int = max(len(c.split(" ")) for c in WHOLE_CONSENTS)
 # What a consenting answer may consist of, for the output check.
 _VERIFY_WORDS: frozenset[str] = CONSENT_WORDS | FILLER_WORDS | _PHRASE_WORDS
-# Characters that cannot need _normalise (no glyph of _GLYPH_MAP, no emoji): ASCII.
+# The glyphs of _GLYPH_MAP, and every character _normalise may change (each match of
+# _POSITIVE_EMOJI_RE starts with one of POSITIVE_EMOJI): text without them stays as it is.
 _GLYPHS = frozenset("\u2026\u2013\u2014\u2019")
+_NORMALISED_CHARS: frozenset[str] = _GLYPHS | POSITIVE_EMOJI
+_GLYPH_FORMS: tuple[tuple[str, str], ...] = tuple(
+    (chr(code), str(form)) for code, form in sorted(_GLYPH_MAP.items())
+)
+# The words of a text without an underscore: there ``\w`` is exactly ``[^\W_]``.
+_WORD_RE = re.compile(r"[\w']+")
 _ASCII_WHITESPACE_CHARS = "".join(sorted(ASCII_WHITESPACE))
 
 # The same two questions for an ASCII text as one str.translate each (much faster than the
@@ -324,6 +327,15 @@ _ASCII_WORDS_ONLY = str.maketrans(
 )
 _ASCII_BAD_SIGNS_ONLY = str.maketrans(
     {ch: None for ch in _ASCII_CHARS if _BAD_SIGN_RE.fullmatch(ch) is None}
+)
+# As _ASCII_WORDS_ONLY, but every clause separator becomes a comma: the clauses' words are
+# then the ``split()`` of each part between commas.
+_ASCII_CLAUSE_WORDS_ONLY = str.maketrans(
+    {
+        ch: "," if _CLAUSE_SEPARATOR_RE.fullmatch(ch) else " "
+        for ch in _ASCII_CHARS
+        if _WORD_SPLIT_RE.fullmatch(ch) is None
+    }
 )
 
 # Enum members as module constants: an attribute look-up on an Enum class costs a call.
@@ -354,15 +366,20 @@ _UNCLEAR_READINGS: dict[str, Reading] = {
 
 
 def _normalise(text: str) -> str:
-    if text.isascii():
-        return text  # no glyph of _GLYPH_MAP and no emoji can be in it
-    if not _GLYPHS.isdisjoint(text):
-        text = text.translate(_GLYPH_MAP)
+    if text.isascii() or _NORMALISED_CHARS.isdisjoint(text):
+        return text  # no glyph of _GLYPH_MAP and no emoji in it
+    # The glyphs one after the other (what translate with _GLYPH_MAP does, but faster): each
+    # becomes ASCII, which holds no other glyph.
+    for glyph, ascii_form in _GLYPH_FORMS:
+        if glyph in text:
+            text = text.replace(glyph, ascii_form)
+    if POSITIVE_EMOJI.isdisjoint(text):
+        return text
     return _POSITIVE_EMOJI_RE.sub(" ", text)
 
 
-def _split(normalised: str) -> tuple[list[str], str]:
-    """The lower-cased words of normalised text, and a text that holds every word.
+def _split(normalised: str) -> list[str]:
+    """The lower-cased words of normalised text, in order.
 
     The words are the runs of ``_WORD_SPLIT_RE``; bad signs split words like any separator, so
     refusal stems are still found around them. An ASCII text is lower-cased once as a whole
@@ -371,10 +388,9 @@ def _split(normalised: str) -> tuple[list[str], str]:
     sigma) and may change a word's length.
     """
     if normalised.isascii():
-        lowered = normalised.lower()
-        return lowered.translate(_ASCII_WORDS_ONLY).split(), lowered
-    words = [word.lower() for word in _WORD_SPLIT_RE.findall(normalised)]
-    return words, " ".join(words)
+        return normalised.lower().translate(_ASCII_WORDS_ONLY).split()
+    pattern = _WORD_RE if "_" not in normalised else _WORD_SPLIT_RE
+    return [word.lower() for word in pattern.findall(normalised)]
 
 
 def _gaps(normalised: str) -> list[str]:
@@ -397,24 +413,37 @@ def _sign_reason(ch: str) -> str:
     return f"sign:{shown}"
 
 
-def _refusal(words: list[str], haystack: str | None = None) -> str | None:
-    """seed 000 §3 point 1: the reason of the first refusal, searched outside consent words.
+def _refusal(words: list[str]) -> str | None:
+    """seed 000 §3 point 1: the reason of the first refusal, searched outside consent words."""
+    if not REFUSAL_WORDS.isdisjoint(words):
+        return _refusal_word_by_word(words)
+    # No refusal word: the first word that holds a stem and is not exempt refuses. The stem
+    # search runs over the joined words, from one candidate word to the next.
+    joined = " ".join(words)
+    match = _ANY_STEM_RE.search(joined)
+    while match is not None:
+        start = match.start()
+        word = words[joined.count(" ", 0, start)]
+        if word not in _NO_STEM_SEARCH:  # "gerne" and "meinetwegen" contain "ne" but consent
+            for stem in REFUSAL_STEMS:  # longest first: the reason names the most specific
+                if stem in word:
+                    return f"refusal_stem:{stem}"
+        end = joined.find(" ", start)
+        if end < 0:
+            return None
+        match = _ANY_STEM_RE.search(joined, end)
+    return None
 
-    ``haystack`` is a text that holds every word and in which no stem spans two words (the
-    lower-cased answer, or by default the words joined by spaces).
-    """
-    if haystack is None:
-        haystack = " ".join(words)
-    if _ANY_STEM_RE.search(haystack) is None and REFUSAL_WORDS.isdisjoint(words):
-        return None
+
+def _refusal_word_by_word(words: list[str]) -> str | None:
+    """_refusal, one word after the other (the order decides between a word and a stem)."""
     for word in words:
         if word in _NO_STEM_SEARCH:
-            # "gerne" and "meinetwegen" contain "ne" but consent.
             continue
         if word in REFUSAL_WORDS:
             return f"refusal_word:{word}"
         if _ANY_STEM_RE.search(word) is not None:
-            for stem in REFUSAL_STEMS:  # longest first: the reason names the most specific
+            for stem in REFUSAL_STEMS:
                 if stem in word:
                     return f"refusal_stem:{stem}"
     return None
@@ -495,11 +524,14 @@ def _clause_failure(tokens: list[_Token]) -> str | None:
     return None
 
 
-def _clause_groups(words: list[str], gaps: list[str]) -> list[list[str]]:
+def _clause_groups(normalised: str, words: list[str]) -> list[list[str]]:
     """The words of each clause, in order: a clause ends at a gap with a clause separator."""
+    if normalised.isascii():
+        parts = normalised.lower().translate(_ASCII_CLAUSE_WORDS_ONLY).split(",")
+        return [clause for part in parts if (clause := part.split())]
     groups: list[list[str]] = []
     current: list[str] = []
-    for gap, word in zip(gaps, words, strict=True):
+    for gap, word in zip(_gaps(normalised), words, strict=True):
         if current and not CLAUSE_SEPARATORS.isdisjoint(gap):
             groups.append(current)
             current = []
@@ -507,6 +539,15 @@ def _clause_groups(words: list[str], gaps: list[str]) -> list[list[str]]:
     if current:
         groups.append(current)
     return groups
+
+
+def _has_phrase_words(words: list[str]) -> bool:
+    """Whether the words of a closed phrase stand in a row (their gaps are judged later)."""
+    for i, word in enumerate(words):
+        for phrase in _PHRASES_BY_FIRST.get(word, ()):
+            if tuple(words[i : i + len(phrase)]) == phrase:
+                return True
+    return False
 
 
 def _clause_words_failure(groups: list[list[str]]) -> str | None:
@@ -538,9 +579,7 @@ def _consent_failure(normalised: str, words: list[str], bad_sign: str | None) ->
     """
     if bad_sign is not None:
         return _sign_reason(bad_sign)
-    if _PHRASE_FIRSTS.isdisjoint(words) or (
-        _NO_PHRASE_OF_PLAIN_WORDS and _PLAIN_WORDS.issuperset(words)
-    ):
+    if _PHRASE_FIRSTS.isdisjoint(words) or not _has_phrase_words(words):
         # No phrase can match: every word is its own token.
         if not _PLAIN_WORDS.issuperset(words):
             for word in words:
@@ -552,7 +591,7 @@ def _consent_failure(normalised: str, words: list[str], bad_sign: str | None) ->
             return None
         if _CLAUSE_SEPARATOR_RE.search(normalised) is None:
             return _clause_words_failure([words])
-        return _clause_words_failure(_clause_groups(words, _gaps(normalised)))
+        return _clause_words_failure(_clause_groups(normalised, words))
     gaps = _gaps(normalised)
     tokens = _tokens(words, gaps, _clauses(normalised, gaps))
     has_consent = False
@@ -569,8 +608,8 @@ def _consent_failure(normalised: str, words: list[str], bad_sign: str | None) ->
 def _not_complete_consent(text: str) -> str | None:
     """Why a raw text is not a complete consent (refusal, sign, word, order), or None."""
     normalised = _normalise(text)
-    words, haystack = _split(normalised)
-    refusal = _refusal(words, haystack)
+    words = _split(normalised)
+    refusal = _refusal(words)
     if refusal is not None:
         return refusal
     return _consent_failure(normalised, words, _bad_sign(normalised))
@@ -657,7 +696,7 @@ def _parse_correction(text: str, aber: re.Match[str] | None) -> str | None:
     # keeps refusal first: no instruction word refuses, so any refusal outside the quotes
     # ("lass 'X' weg", "nein, nenn es 'X'") ends the correction and the refusal is read. The
     # stem search itself is not run here: "nenn" contains "ne" but names, it does not refuse.
-    rest_words = _split(rest_normalised)[0]
+    rest_words = _split(rest_normalised)
     if not _INSTRUCTION_WORDS.issuperset(rest_words):
         return None
     return candidates[0]
@@ -715,8 +754,8 @@ def _read(text: str, kind: QuestionKind) -> Reading:
                 return Reading(ConsentOutcome.UNCLEAR, "correction", correction)
 
     normalised = _normalise(text)
-    words, haystack = _split(normalised)
-    refusal = _refusal(words, haystack)
+    words = _split(normalised)
+    refusal = _refusal(words)
     if refusal is not None:
         return _REFUSAL_READINGS[refusal]
     if kind is _CHOICE:
