@@ -33,6 +33,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, NamedTuple
 
+import psycopg
 from django.conf import settings
 from django.db import connection, transaction
 from django.utils import timezone
@@ -42,22 +43,38 @@ from files.indexing import FileToIndex, RefreshResult, RefreshStatus, index_entr
 from files.models import FileRoot, IndexEntry, IndexRun
 from files.watcher import scan
 from files.watcher.hooks import AFTER_FILE, AFTER_WRITE, hook
-from files.watcher.parsers import ParseError, parser_for_format
+from files.watcher.parsers import PARSERS, ParseError, parser_for_format
 from files.watcher.runs import LOCK_CLASS, run_claim, run_publish, run_skip
 
 logger = logging.getLogger(__name__)
 
 CHUNK = 1 << 20
 PROGRESS_EVERY_S = 0.5
-# Unchanged files between two progress calls (the clock is read at most this often).
-PROGRESS_EVERY_FILES = 64
 # A row's last_seen_at is refreshed when it is older than this: a rescan of unchanged files
 # writes no row at all (the run's own finished_at is the exact time of the last sighting).
 LAST_SEEN_GRANULARITY = timedelta(hours=1)
-KNOWN_SQL = (
-    "SELECT rel_path, id, size, mtime_ns, ctime_ns, inode, inhalt_hash, state "
-    "FROM files_indexentry WHERE root_id = %s"
+_KNOWN_COLUMNS = "rel_path, id, size, mtime_ns, ctime_ns, inode, inhalt_hash, state"
+# Every stored row of a root (a full-hash run compares every file by its hash).
+KNOWN_SQL = f"SELECT {_KNOWN_COLUMNS} FROM files_indexentry WHERE root_id = %s"
+# A rescan's fast path: the key of every present row as the 5-tuple ``scan.FastPath``
+# compares — one query, no ORM object, nothing else per row. A row that may not skip the read
+# (never hashed, a format the walk no longer reads, over the size limit) gets no size, so no
+# file matches it: it is read like a new file, or found gone.
+FAST_KEYS_SQL = (
+    "SELECT rel_path, CASE WHEN inhalt_hash <> '' AND format = ANY(%s) AND size <= %s "
+    "THEN size END, mtime_ns, ctime_ns, inode FROM files_indexentry "
+    "WHERE root_id = %s AND state = %s"
 )
+# Whether any present row of the root was last seen before a time (``finish`` refreshes them).
+STALE_SQL = (
+    "SELECT EXISTS (SELECT 1 FROM files_indexentry "
+    "WHERE root_id = %s AND state = %s AND last_seen_at < %s)"
+)
+# The whole rows of the files the walk yielded (new, changed, or back after being gone).
+ROWS_BY_PATH_SQL = (
+    f"SELECT {_KNOWN_COLUMNS} FROM files_indexentry WHERE root_id = %s AND rel_path = ANY(%s)"
+)
+ROWS_BY_PATH_BATCH = 5000
 # New/changed files learned together: one embedding call for their topics and blocks. Each
 # file still commits on its own; a kill loses at most the files of the batch not yet written.
 LEARN_BATCH_FILES = 32
@@ -189,7 +206,13 @@ class _Run:
         self.present: set[str] = set()
         self.pending: list[FileToIndex] = []
         self.max_bytes: int = settings.FILES_MAX_BYTES
-        self._last_progress = 0.0
+        self.fast: scan.FastPath | None = None
+        # Rows whose last sighting is older than this are refreshed by ``finish``; a rescan
+        # asks beside its walk whether there are any (STALE_SQL) and skips the update if not.
+        self.stale_before = timezone.now() - LAST_SEEN_GRANULARITY
+        self.stale_rows = True
+        # The claim published the run's start just now: the next publish is due by the clock.
+        self._last_progress = time.monotonic()
 
     # -- progress --------------------------------------------------------------------------
 
@@ -233,72 +256,93 @@ class _Run:
 
     # -- the run ---------------------------------------------------------------------------
 
+    def _rows(self, sql: str, params: list[Any]) -> list[tuple[Any, ...]]:
+        with connection.cursor() as cur:
+            cur.execute(sql, params)
+            return cur.fetchall()
+
+    def _walk_beside_the_keys(self, walk_args: dict[str, Any]) -> list[scan.Found | scan.Skip]:
+        """A rescan's walk with the fast path. The stored keys (FAST_KEYS_SQL) and whether any
+        row's last sighting is stale (STALE_SQL) are asked for in one pipeline before the
+        walk: the database reads the rows while the walk lists and lstats the tree, and the
+        keys are fetched when the walk needs them (``scan.FastPath``)."""
+        connection.ensure_connection()
+        raw = connection.connection
+        params = [
+            sorted({p.format for p in PARSERS}),
+            self.max_bytes,
+            self.root.pk,
+            IndexEntry.State.PRESENT,
+        ]
+        with raw.pipeline():
+            keys = psycopg.Cursor(raw)
+            keys.execute(FAST_KEYS_SQL, params, binary=True)
+            stale = psycopg.Cursor(raw)
+            stale.execute(STALE_SQL, [self.root.pk, IndexEntry.State.PRESENT, self.stale_before])
+            self.fast = scan.FastPath(lambda: set(keys.fetchall()))
+            items = list(scan.walk(self.root_path, fast=self.fast, **walk_args))
+            self.fast.ready()  # fetched within the pipeline (the walk may have had no entry)
+            row = stale.fetchone()
+            self.stale_rows = bool(row and row[0])
+        return items
+
     def execute(self) -> tuple[int, dict[str, Any]]:
-        items = list(
-            scan.walk(
-                self.root_path,
-                include=self.root.include_globs,
-                exclude=self.root.exclude_globs,
-                max_bytes=self.max_bytes,
-            )
-        )
+        pk = self.root.pk
+        # The stored state of the root as plain tuples, never an ORM object. A rescan loads the
+        # key of every present row (one query); the walk settles every file whose key still
+        # matches in place (scan.FastPath) and yields only the rest, whose rows come after.
+        fast: scan.FastPath | None = None
+        existing: dict[str, tuple[Any, ...]] = {}
+        walk_args: dict[str, Any] = {
+            "include": self.root.include_globs,
+            "exclude": self.root.exclude_globs,
+            "max_bytes": self.max_bytes,
+        }
+        if self.full_hash:
+            existing = {row[0]: row for row in self._rows(KNOWN_SQL, [pk])}
+            items = list(scan.walk(self.root_path, **walk_args))
+        else:
+            items = self._walk_beside_the_keys(walk_args)
+            fast = self.fast
         found = [i for i in items if isinstance(i, scan.Found)]
         for item in items:
             if isinstance(item, scan.Skip):
                 self.skip(item.rel_path, item.reason)
-        # The stored state of the whole root in one query, as plain tuples: the fast path
-        # below builds no ORM object and sends no query for an unchanged file.
-        with connection.cursor() as cur:
-            cur.execute(KNOWN_SQL, [self.root.pk])
-            rows: list[tuple[Any, ...]] = cur.fetchall()
-        # rel_path -> the raw row; a Known is built only for a file the fast path cannot settle.
-        existing: dict[str, tuple[Any, ...]] = {row[0]: row for row in rows}
-        present_state = IndexEntry.State.PRESENT
-        # The fast-path key (size, mtime_ns, ctime_ns, inode) of every row that may skip the
-        # read: present and hashed.
-        fast_keys: dict[str, tuple[Any, ...]] = (
-            {}
-            if self.full_hash
-            else {row[0]: row[2:6] for row in rows if row[6] and row[7] == present_state}
-        )
-        total = len(found)
-        self.progress(0, total, force=True)
-        hooked = bool(settings.FILES_TEST_HOOK)
-        present = self.present
-        unchanged = 0
-        since_progress = 0
-        for done, item in enumerate(found, start=1):
-            rel_path = item[0]
-            # item[2:6] is (size, mtime_ns, ctime_ns, inode): one slice, no attribute look-ups.
-            if fast_keys.get(rel_path) == item[2:6]:
-                # Fast path (DESIGN.md "Files"): same (size, mtime_ns, ctime_ns, inode).
-                present.add(rel_path)
-                unchanged += 1
-                since_progress += 1
-                if hooked:
-                    hook(AFTER_FILE)
-                if since_progress >= PROGRESS_EVERY_FILES:
-                    since_progress = 0
-                    self.counts["unchanged"] += unchanged
-                    unchanged = 0
-                    self.progress(done - len(self.pending), total)
-                continue
+        settled = 0
+        unsettled: set[str] = set()
+        if fast is not None:
+            settled = len(fast.settled)
+            # Present rows the walk did not settle: changed (read below) or gone (``finish``).
+            unsettled = fast.unsettled()
+            # The rows of the files to read: changed, or back after being gone (a new one has none).
+            paths = [i.rel_path for i in found]
+            for start in range(0, len(paths), ROWS_BY_PATH_BATCH):
+                batch = paths[start : start + ROWS_BY_PATH_BATCH]
+                for stored in self._rows(ROWS_BY_PATH_SQL, [pk, batch]):
+                    existing[stored[0]] = stored
+        total = settled + len(found)
+        self.counts["unchanged"] += settled
+        # Files to read: the total and this run's counts go out before the first is read. A
+        # rescan that settled everything publishes only its end (due by the clock otherwise).
+        self.progress(settled, total, force=bool(found))
+        if settled and settings.FILES_TEST_HOOK:
+            for _ in range(settled):
+                hook(AFTER_FILE)
+        for done, item in enumerate(found, start=settled + 1):
+            rel_path = item.rel_path
             row = existing.get(rel_path)
             try:
                 self.one_file(item, Known(*row[1:]) if row is not None else None)
             except Exception as exc:  # one bad file must not end the run
                 logger.exception("watcher: unexpected failure on %s", rel_path)
-                present.add(rel_path)
+                self.present.add(rel_path)
                 self.error("unerwartet", rel_path, f"{type(exc).__name__}: {exc}")
             if len(self.pending) >= LEARN_BATCH_FILES:
                 self.learn_pending()
             hook(AFTER_FILE)
-            self.counts["unchanged"] += unchanged
-            unchanged = since_progress = 0
             self.progress(done - len(self.pending), total)
-        self.counts["unchanged"] += unchanged
         self.learn_pending()
-        self.finish(existing)
+        self.finish(existing, unsettled)
         return total, self.counts_now()
 
     def one_file(self, item: scan.Found, known: Known | None) -> None:
@@ -392,27 +436,34 @@ class _Run:
         self.counts["new" if result.status == RefreshStatus.NEW else "changed"] += 1
         hook(AFTER_WRITE)
 
-    def finish(self, existing: dict[str, tuple[Any, ...]]) -> None:
-        """``existing``: rel_path -> the row of KNOWN_SQL (state at index 7)."""
+    def finish(self, existing: dict[str, tuple[Any, ...]], unsettled: set[str]) -> None:
+        """``existing``: rel_path -> a row of KNOWN_SQL's shape (state at index 7), every row
+        not settled by the fast path that was loaded; ``unsettled``: the paths of the stored
+        fast-path keys the walk did not settle (present rows, gone unless read this run)."""
         now = timezone.now()
         present = self.present
+        present_state = IndexEntry.State.PRESENT
         gone = [
             path
             for path, row in existing.items()
-            if row[7] == IndexEntry.State.PRESENT and path not in present
+            if row[7] == present_state and path not in present
         ]
+        gone.extend(path for path in unsettled - present if path not in existing)
         for start in range(0, len(gone), 2000):
             batch = gone[start : start + 2000]
             IndexEntry.objects.filter(root=self.root, rel_path__in=batch).update(
                 state=IndexEntry.State.GONE
             )
         # Every row still present was seen by this completed run (the others were just marked
-        # gone): one statement, and only for rows whose stamp is older than the granularity.
-        IndexEntry.objects.filter(
-            root=self.root,
-            state=IndexEntry.State.PRESENT,
-            last_seen_at__lt=now - LAST_SEEN_GRANULARITY,
-        ).update(last_seen_at=now)
+        # gone): one statement, and only for rows whose stamp is older than the granularity at
+        # the run's start — none when the rescan's pipeline found none (rows written by this
+        # run carry their own fresh stamp).
+        if self.stale_rows:
+            IndexEntry.objects.filter(
+                root=self.root,
+                state=IndexEntry.State.PRESENT,
+                last_seen_at__lt=self.stale_before,
+            ).update(last_seen_at=now)
         self.counts["gone"] = len(gone)
 
 

@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import errno
 import fnmatch
+import operator
 import os
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import NamedTuple
@@ -52,11 +53,8 @@ class RootMissing(Exception):
 
 
 class Found(NamedTuple):
-    """A file the watcher would read, with the fast-path key from the walk's own lstat.
-
-    A tuple on purpose: a rescan builds one per file, and ``item[2:6]`` (size, mtime_ns,
-    ctime_ns, inode; one slice) is what the fast path compares with the stored key
-    (``files.watcher.run``). Keep the field order."""
+    """A file the watcher would read, with the fast-path key from the walk's own lstat
+    (a tuple: cheap to build; a rescan builds one only for a file ``FastPath`` did not settle)."""
 
     rel_path: str
     path: str
@@ -72,6 +70,78 @@ class Skip(NamedTuple):
     reason: str
 
 
+# The fast-path key of a file: (rel_path, size, mtime_ns, ctime_ns, inode).
+FastKey = tuple[str, int, int | None, int | None, int | None]
+
+
+# How many directory entries a rescan's walk lists and lstats ahead while the stored keys are
+# still on their way from the database (``FastPath.load``): the query runs beside the walk.
+LOOKAHEAD_ENTRIES = 50_000
+
+
+class FastPath:
+    """The stored fast-path keys of a root, for ``walk`` to settle unchanged files in place.
+
+    ``load`` returns the stored (rel_path, size, mtime_ns, ctime_ns, inode) of the rows that
+    may skip the read, already limited to what the walk's own rules would yield whatever the
+    name: a format with a parser and a size within the limit (``run.FAST_KEYS_SQL``). The walk
+    calls it only once it has listed and lstat-ed up to ``LOOKAHEAD_ENTRIES`` entries (or all),
+    so a query sent before the walk runs beside it. A regular file (a symlink is never
+    settled) with a name that is not hidden, whose key from the entry's cached lstat is a
+    stored key (so its name is valid UTF-8) and that passes the root's include/exclude globs
+    is *settled*: counted, its key kept in ``settled``, and not yielded — no ``Found``, no
+    sort, no further call for it. Everything else is yielded as without a fast path."""
+
+    __slots__ = ("_load", "keys", "settled")
+
+    def __init__(self, load: Callable[[], set[FastKey]]) -> None:
+        self._load = load
+        self.keys: set[FastKey] | None = None
+        self.settled: list[FastKey] = []
+
+    def ready(self) -> set[FastKey]:
+        if self.keys is None:
+            self.keys = self._load()
+        return self.keys
+
+    def unsettled(self) -> set[str]:
+        """The paths of the stored keys the walk did not settle (changed or gone)."""
+        keys = self.ready()
+        if len(self.settled) == len(keys):
+            return set()  # every key settled once: nothing left (the common rescan)
+        return {key[0] for key in keys.difference(self.settled)}
+
+
+_by_name = operator.attrgetter("name")
+
+
+def _settle(
+    entries: list[os.DirEntry[str]],
+    fast: FastPath,
+    cut: int,
+    include: list[str],
+    exclude: list[str],
+) -> list[os.DirEntry[str]]:
+    """One directory's fast path (``FastPath``): settle the unchanged files, return the rest
+    for the full rules. One cached lstat, one key and one set look-up per file."""
+    keys = fast.ready()
+    settled = fast.settled
+    globs = bool(include or exclude)
+    rest: list[os.DirEntry[str]] = []
+    for entry in entries:
+        try:
+            if entry.name[0] != "." and entry.is_file(follow_symlinks=False):
+                st = entry.stat(follow_symlinks=False)
+                key = (entry.path[cut:], st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
+                if key in keys and not (globs and _excluded(key[0], include, exclude)):
+                    settled.append(key)
+                    continue
+        except OSError:
+            pass  # the full rules name the failure
+        rest.append(entry)
+    return rest
+
+
 def open_readonly(path: str) -> int:
     """The only way the file service opens a file: O_RDONLY, never following a final symlink
     (a link swapped in after the walk must not lead out of the root)."""
@@ -81,6 +151,12 @@ def open_readonly(path: str) -> int:
 def _matches(rel_path: str, globs: list[str]) -> bool:
     name = rel_path.rsplit("/", 1)[-1]
     return any(fnmatch.fnmatch(rel_path, g) or fnmatch.fnmatch(name, g) for g in globs)
+
+
+def _excluded(rel_path: str, include: list[str], exclude: list[str]) -> bool:
+    return bool(exclude and _matches(rel_path, exclude)) or bool(
+        include and not _matches(rel_path, include)
+    )
 
 
 def _link_reason(entry_path: str, root: Path) -> str:
@@ -102,9 +178,13 @@ def walk(
     include: list[str] | None = None,
     exclude: list[str] | None = None,
     max_bytes: int,
+    fast: FastPath | None = None,
 ) -> Iterator[Found | Skip]:
     """Yield every file the watcher would read and every skip with its reason, in a stable
-    (sorted) order. Raises ``RootMissing`` when ``root`` itself cannot be listed."""
+    (sorted) order. Raises ``RootMissing`` when ``root`` itself cannot be listed.
+
+    With ``fast`` (a rescan), files whose stored key still matches are settled in place and
+    not yielded (``FastPath``); the rest comes in the same order as without it."""
     include = include or []
     exclude = exclude or []
     try:
@@ -112,76 +192,123 @@ def walk(
             raise RootMissing(str(root))
     except OSError as exc:
         raise RootMissing(str(root)) from exc
-    stack: list[str] = [str(root)]
     root_str = str(root)
+    cut = len(root_str) + 1
+    stack: list[str] = [root_str]
+    # Directories listed but not yet yielded: (entries, or None with the skip reason).
+    pending: list[tuple[str, list[os.DirEntry[str]] | None, str]] = []
+    buffered = 0
     while stack:
         directory = stack.pop()
-        rel_dir = os.path.relpath(directory, root_str)
         try:
             with os.scandir(directory) as it:
-                entries = sorted(it, key=lambda e: e.name)
+                entries = list(it)
         except FileNotFoundError:
             if directory == root_str:
                 raise RootMissing(root_str) from None
-            yield Skip(rel_dir, VANISHED)
-            continue
+            pending.append((directory, None, VANISHED))
         except OSError:
             if directory == root_str:
                 raise RootMissing(root_str) from None
-            yield Skip(rel_dir, UNREADABLE)
+            pending.append((directory, None, UNREADABLE))
+        else:
+            ahead = fast is not None and fast.keys is None
+            # Depth-first in name order: push reversed so the first name is walked first.
+            stack.extend(reversed(_list_ahead(entries, lstat=ahead)))
+            pending.append((directory, entries, ""))
+            buffered += len(entries)
+        if fast is not None and fast.keys is None and buffered < LOOKAHEAD_ENTRIES and stack:
+            continue  # list on while the stored keys are still loading
+        for listed, listing, reason in pending:
+            if listing is None:
+                yield Skip(os.path.relpath(listed, root_str), reason)
+                continue
+            if fast is not None:
+                listing = _settle(listing, fast, cut, include, exclude)
+            yield from _items(listing, root, cut, include, exclude, max_bytes)
+        pending.clear()
+        buffered = 0
+
+
+def _list_ahead(entries: list[os.DirEntry[str]], *, lstat: bool) -> list[str]:
+    """The subdirectories the walk enters (name order), under ``_items``' rules: a name that
+    is valid UTF-8 and not hidden, a directory that is not a symlink. With ``lstat``, every
+    regular file's lstat is fetched now (the entry caches it) while the keys are loading."""
+    subdirs: list[str] = []
+    for entry in entries:
+        name = entry.name
+        if name[0] == ".":
             continue
-        subdirs: list[str] = []
-        cut = len(root_str) + 1
-        for entry in entries:
-            rel = entry.path[cut:]
-            try:
-                if not rel.isascii():
-                    rel.encode("utf-8")
-            except UnicodeEncodeError:
-                # Bytes that are not UTF-8 in a file name cannot be stored or cited.
-                yield Skip(rel.encode("utf-8", "replace").decode("utf-8"), ODD_NAME)
+        try:
+            if entry.is_dir(follow_symlinks=False):
+                if not name.isascii():
+                    name.encode("utf-8")
+                subdirs.append(entry.path)
+            elif lstat and entry.is_file(follow_symlinks=False):
+                entry.stat(follow_symlinks=False)
+        except (OSError, UnicodeEncodeError):
+            continue  # ``_items`` names the reason
+    subdirs.sort()
+    return subdirs
+
+
+def _items(
+    entries: list[os.DirEntry[str]],
+    root: Path,
+    cut: int,
+    include: list[str],
+    exclude: list[str],
+    max_bytes: int,
+) -> Iterator[Found | Skip]:
+    """One directory's files and skips with their reasons, in name order."""
+    entries.sort(key=_by_name)
+    for entry in entries:
+        rel = entry.path[cut:]
+        try:
+            if not rel.isascii():
+                rel.encode("utf-8")
+        except UnicodeEncodeError:
+            # Bytes that are not UTF-8 in a file name cannot be stored or cited.
+            yield Skip(rel.encode("utf-8", "replace").decode("utf-8"), ODD_NAME)
+            continue
+        if entry.name.startswith("."):
+            yield Skip(rel, HIDDEN)
+            continue
+        try:
+            if entry.is_symlink():
+                yield Skip(rel, _link_reason(entry.path, root))
                 continue
-            if entry.name.startswith("."):
-                yield Skip(rel, HIDDEN)
+            if entry.is_dir(follow_symlinks=False):
+                continue  # entered by ``_list_ahead``, under the same rules
+            if not entry.is_file(follow_symlinks=False):
+                yield Skip(rel, NOT_A_FILE)
                 continue
-            try:
-                if entry.is_symlink():
-                    yield Skip(rel, _link_reason(entry.path, root))
-                    continue
-                if entry.is_dir(follow_symlinks=False):
-                    subdirs.append(entry.path)
-                    continue
-                if not entry.is_file(follow_symlinks=False):
-                    yield Skip(rel, NOT_A_FILE)
-                    continue
-                st = entry.stat(follow_symlinks=False)
-            except FileNotFoundError:
-                yield Skip(rel, VANISHED)
-                continue
-            except OSError:
-                yield Skip(rel, UNREADABLE)
-                continue
-            if (exclude and _matches(rel, exclude)) or (include and not _matches(rel, include)):
-                yield Skip(rel, EXCLUDED)
-                continue
-            parser = _parser_for(entry.name)
-            if parser is None:
-                yield Skip(rel, FORMAT)
-                continue
-            if st.st_size > max_bytes:
-                yield Skip(rel, TOO_LARGE)
-                continue
-            yield Found(
-                rel,
-                entry.path,
-                st.st_size,
-                st.st_mtime_ns,
-                st.st_ctime_ns,
-                st.st_ino,
-                parser.format,
-            )
-        # Depth-first in name order: push reversed so the first name is walked first.
-        stack.extend(reversed(subdirs))
+            st = entry.stat(follow_symlinks=False)
+        except FileNotFoundError:
+            yield Skip(rel, VANISHED)
+            continue
+        except OSError:
+            yield Skip(rel, UNREADABLE)
+            continue
+        if (include or exclude) and _excluded(rel, include, exclude):
+            yield Skip(rel, EXCLUDED)
+            continue
+        parser = _parser_for(entry.name)
+        if parser is None:
+            yield Skip(rel, FORMAT)
+            continue
+        if st.st_size > max_bytes:
+            yield Skip(rel, TOO_LARGE)
+            continue
+        yield Found(
+            rel,
+            entry.path,
+            st.st_size,
+            st.st_mtime_ns,
+            st.st_ctime_ns,
+            st.st_ino,
+            parser.format,
+        )
 
 
 @dataclass
