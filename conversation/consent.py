@@ -671,7 +671,8 @@ def _parse_correction(text: str, aber: re.Match[str] | None) -> str | None:
     last = 0
     for quote in _QUOTE_RE.finditer(instruction):
         before = instruction[last : quote.start()]
-        wording = next(group for group in quote.groups() if group is not None).strip()
+        # One named group per kind of quote, and only the matching one takes part.
+        wording = quote.group(quote.lastgroup or 0).strip()
         marker = _OLD_WORDING_MARKER_RE.search(before)
         if marker is not None:
             # The marker belongs to the old wording; "nicht" here is not a refusal.
@@ -753,15 +754,22 @@ def _read(text: str, kind: QuestionKind) -> Reading:
             if correction is not None:
                 return Reading(ConsentOutcome.UNCLEAR, "correction", correction)
 
-    normalised = _normalise(text)
-    words = _split(normalised)
+    if text.isascii():  # _normalise, _split and _bad_sign for ASCII, without the calls
+        normalised = text
+        words = text.lower().translate(_ASCII_WORDS_ONLY).split()
+    else:
+        normalised = _normalise(text)
+        words = _split(normalised)
     refusal = _refusal(words)
     if refusal is not None:
         return _REFUSAL_READINGS[refusal]
     if kind is _CHOICE:
         return _CHOICE_NEVER_CONSENTS
 
-    bad = _bad_sign(normalised)
+    if normalised.isascii() and not normalised.translate(_ASCII_BAD_SIGNS_ONLY):
+        bad = None
+    else:
+        bad = _bad_sign(normalised)
     if (
         bad is None
         and words
