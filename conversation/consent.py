@@ -16,6 +16,7 @@ Public API:
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import NamedTuple
 
@@ -524,11 +525,11 @@ def _clause_failure(tokens: list[_Token]) -> str | None:
     return None
 
 
-def _clause_groups(normalised: str, words: list[str]) -> list[list[str]]:
-    """The words of each clause, in order: a clause ends at a gap with a clause separator."""
+def _clause_groups(normalised: str, words: list[str]) -> Iterable[list[str]]:
+    """The words of each clause, in order (a clause may be empty): a clause ends at a gap with
+    a clause separator."""
     if normalised.isascii():
-        parts = normalised.lower().translate(_ASCII_CLAUSE_WORDS_ONLY).split(",")
-        return [clause for part in parts if (clause := part.split())]
+        return map(str.split, normalised.lower().translate(_ASCII_CLAUSE_WORDS_ONLY).split(","))
     groups: list[list[str]] = []
     current: list[str] = []
     for gap, word in zip(_gaps(normalised), words, strict=True):
@@ -550,11 +551,11 @@ def _has_phrase_words(words: list[str]) -> bool:
     return False
 
 
-def _clause_words_failure(groups: list[list[str]]) -> str | None:
+def _clause_words_failure(groups: Iterable[list[str]]) -> str | None:
     """_clause_failure for clauses without a phrase, each given by its words."""
     for clause_words in groups:
         if _CLAUSE_RULE_WORDS.isdisjoint(clause_words):
-            continue
+            continue  # also every empty clause
         seen_asking_verb = False
         for word in clause_words:
             if seen_asking_verb and word in SUBJECT_WORDS:
