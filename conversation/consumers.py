@@ -47,6 +47,12 @@ NOT_PROCESSED_SIE = (
 FAILED_TEXT = "Entschuldige, da ist etwas schiefgegangen."
 FAILED_TEXT_SIE = "Entschuldigung, da ist etwas schiefgegangen."
 
+# How long the end of a turn may take through the channel layer before it goes straight to the
+# socket. channels_redis can lose a message meant for one consumer when another consumer of the
+# same process is cancelled while its blocking pop holds the message (a disconnect at the wrong
+# moment; channels_redis #366): without this the person would wait for a "done" forever.
+DONE_GRACE_S = 3.0
+
 
 class ChatConsumer(AsyncJsonWebsocketConsumer):
     async def connect(self) -> None:
@@ -67,6 +73,11 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
         # is the one running (the turn lock is FIFO) and Stop ends it; a closed socket ends
         # them all.
         self.unfinished: list[TurnCancel] = []
+        # Turns of this socket are numbered; every layer event carries its number, so a turn's
+        # end is delivered once (by the layer or, when the layer lost it, directly) and its
+        # tokens that arrive after it are dropped.
+        self.turn_seq: int = 0
+        self.delivered: set[tuple[str, int]] = set()
         await self.accept()
 
     async def disconnect(self, code: int) -> None:
@@ -125,17 +136,25 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
         self.unfinished[0].stop(STOP_PERSON)
 
     async def _turn(self, text: str, layer: Any, channel: str, cancel: TurnCancel) -> None:
-        sender = TokenSender(layer, channel)
+        self.turn_seq += 1
+        seq = self.turn_seq
+        sender = TokenSender(layer, channel, seq)
         async with self.turn_lock:
-            await self._turn_locked(text, layer, channel, sender, cancel)
+            await self._turn_locked(text, layer, channel, sender, cancel, seq)
 
     async def _turn_locked(
-        self, text: str, layer: Any, channel: str, sender: TokenSender, cancel: TurnCancel
+        self,
+        text: str,
+        layer: Any,
+        channel: str,
+        sender: TokenSender,
+        cancel: TurnCancel,
+        seq: int,
     ) -> None:
         try:
             # Sent before the turn starts: while Redis does not take it, no turn is run
             # and stored that the person would never see.
-            await layer.send(channel, {"type": "chat.start"})
+            await layer.send(channel, {"type": "chat.start", "seq": seq})
         except Exception:
             logger.warning(
                 "websocket turn not started: the channel layer refused the message",
@@ -151,7 +170,7 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
             )
         except Exception:
             logger.exception("websocket turn crashed", extra={"outcome": "fehler", "step": "turn"})
-            await self._send_via_layer(layer, channel, {"type": "chat.failed"})
+            await self._send_via_layer(layer, channel, {"type": "chat.failed", "seq": seq})
             return
         # Through the layer too, so "done" arrives after the last token (same FIFO channel).
         await self._send_via_layer(
@@ -159,6 +178,7 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
             channel,
             {
                 "type": "chat.done",
+                "seq": seq,
                 "turn_id": result.turn_id,
                 "status": result.status,
                 "step": result.step,
@@ -173,12 +193,17 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
         )
         if result.note:
             # The tribunal's note under the reply it judged (seed 000 §8.3), after "done".
-            note = {"type": "chat.note", "turn_id": result.turn_id, **result.note}
+            note = {"type": "chat.note", "seq": seq, "turn_id": result.turn_id, **result.note}
             await self._send_via_layer(layer, channel, note)
 
+    def _handler(self, event: dict[str, Any]) -> Any:
+        handlers = {"chat.done": self.chat_done, "chat.note": self.chat_note}
+        return handlers.get(event["type"], self.chat_failed)
+
     async def _send_via_layer(self, layer: Any, channel: str, event: dict[str, Any]) -> None:
-        """The end of a turn that already ran: when the layer does not take it, the event goes
-        straight to the socket (its tokens may be missing; "done" carries the whole reply)."""
+        """The end of a turn that already ran: when the layer does not take it, or takes it and
+        does not deliver it within DONE_GRACE_S, the event goes straight to the socket (its
+        tokens may be missing; "done" carries the whole reply). Delivered once either way."""
         try:
             await layer.send(channel, event)
         except Exception:
@@ -187,9 +212,43 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
                 extra={"outcome": "fehler", "step": "kanal_nicht_erreichbar"},
                 exc_info=True,
             )
-            handlers = {"chat.done": self.chat_done, "chat.note": self.chat_note}
-            handler = handlers.get(event["type"], self.chat_failed)
-            await handler(event)
+            await self._handler(event)(event)
+            return
+        task = asyncio.ensure_future(self._deliver_if_lost(event))
+        self.tasks.add(task)
+        task.add_done_callback(self.tasks.discard)
+
+    async def _deliver_if_lost(self, event: dict[str, Any]) -> None:
+        await asyncio.sleep(DONE_GRACE_S)
+        if (event["type"], event["seq"]) in self.delivered:
+            return
+        logger.warning(
+            "websocket turn end not delivered by the channel layer; sent directly",
+            extra={"outcome": "fehler", "step": "kanal_nachricht_verloren"},
+        )
+        try:
+            await self._handler(event)(event)
+        except Exception:
+            # The socket is gone as well: nobody is left to tell; the turn is stored.
+            logger.info("websocket gone before the turn end could be sent", exc_info=True)
+
+    def _first_delivery(self, event: dict[str, Any]) -> bool:
+        """True the first time this turn's event of this type reaches the socket."""
+        key = (event["type"], event.get("seq", 0))
+        if key in self.delivered:
+            logger.info(
+                "websocket turn end arrived twice; the second is dropped",
+                extra={"outcome": "doppelt_verworfen", "step": event["type"]},
+            )
+            return False
+        self.delivered.add(key)
+        return True
+
+    @staticmethod
+    def _frame(event: dict[str, Any], kind: str) -> dict[str, Any]:
+        frame = {k: v for k, v in event.items() if k != "seq"}
+        frame["type"] = kind
+        return frame
 
     async def _send_direct(self, event: dict[str, Any]) -> None:
         try:
@@ -202,14 +261,18 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
         await self.send_json({"type": "start"})
 
     async def chat_done(self, event: dict[str, Any]) -> None:
-        await self.send_json({**event, "type": "done"})
+        if self._first_delivery(event):
+            await self.send_json(self._frame(event, "done"))
 
     async def chat_failed(self, event: dict[str, Any]) -> None:
+        if not self._first_delivery({**event, "type": "chat.failed"}):
+            return
         text = await self._say(FAILED_TEXT, FAILED_TEXT_SIE)
         await self.send_json({"type": "error", "text": text})
 
     async def chat_note(self, event: dict[str, Any]) -> None:
-        await self.send_json({**event, "type": "note"})
+        if self._first_delivery(event):
+            await self.send_json(self._frame(event, "note"))
 
     async def _say(self, du: str, sie: str) -> str:
         """A fixed text in the form of address the person's rules demand (a DB read)."""
@@ -220,6 +283,11 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
             return du
 
     async def chat_token(self, event: dict[str, Any]) -> None:
+        # A token that comes after its turn's end was delivered directly is dropped: the
+        # "done" frame already carried the whole reply.
+        seq = event.get("seq", 0)
+        if ("chat.done", seq) in self.delivered or ("chat.failed", seq) in self.delivered:
+            return
         await self.send_json({"type": "token", "text": event["text"]})
 
 
@@ -231,9 +299,10 @@ class TokenSender:
 
     FLUSH_S = 0.03
 
-    def __init__(self, layer: Any, channel: str) -> None:
+    def __init__(self, layer: Any, channel: str, seq: int = 0) -> None:
         self.layer = layer
         self.channel = channel
+        self.seq = seq
         self.buffer: list[str] = []
         self.last = 0.0
         self.broken = False
@@ -263,7 +332,8 @@ class TokenSender:
             text, self.buffer = "".join(self.buffer), []
             self.last = time.monotonic()
             try:
-                async_to_sync(self.layer.send)(self.channel, {"type": "chat.token", "text": text})
+                event = {"type": "chat.token", "seq": self.seq, "text": text}
+                async_to_sync(self.layer.send)(self.channel, event)
             except Exception:
                 self.broken = True
                 logger.warning("token could not be sent; the turn goes on", exc_info=True)
