@@ -279,7 +279,9 @@ class _Run:
             keys.execute(FAST_KEYS_SQL, params, binary=True)
             stale = psycopg.Cursor(raw)
             stale.execute(STALE_SQL, [self.root.pk, IndexEntry.State.PRESENT, self.stale_before])
-            self.fast = scan.FastPath(lambda: set(keys.fetchall()))
+            # PQconsumeInput between directories: the rows move into libpq's buffer as they
+            # arrive, so the server never waits on a full socket while the walk runs.
+            self.fast = scan.FastPath(lambda: set(keys.fetchall()), poll=raw.pgconn.consume_input)
             items = list(scan.walk(self.root_path, fast=self.fast, **walk_args))
             self.fast.ready()  # fetched within the pipeline (the walk may have had no entry)
             row = stale.fetchone()

@@ -92,10 +92,15 @@ class FastPath:
     is *settled*: counted, its key kept in ``settled``, and not yielded — no ``Found``, no
     sort, no further call for it. Everything else is yielded as without a fast path."""
 
-    __slots__ = ("_load", "keys", "settled")
+    __slots__ = ("_load", "keys", "poll", "settled")
 
-    def __init__(self, load: Callable[[], set[FastKey]]) -> None:
+    def __init__(
+        self, load: Callable[[], set[FastKey]], poll: Callable[[], object] | None = None
+    ) -> None:
         self._load = load
+        # Called after each directory listed ahead: lets the caller take in what the database
+        # sent so far (its socket buffer is smaller than the keys; a full one stalls it).
+        self.poll = poll
         self.keys: set[FastKey] | None = None
         self.settled: list[FastKey] = []
 
@@ -115,30 +120,24 @@ class FastPath:
 _by_name = operator.attrgetter("name")
 
 
+# One directory listed ahead: its regular files with their fast-path keys, and the rest.
+_Listing = tuple[list[tuple[FastKey, os.DirEntry[str]]], list[os.DirEntry[str]]]
+
+
 def _settle(
-    entries: list[os.DirEntry[str]],
-    fast: FastPath,
-    cut: int,
-    include: list[str],
-    exclude: list[str],
+    listing: _Listing, fast: FastPath, include: list[str], exclude: list[str]
 ) -> list[os.DirEntry[str]]:
-    """One directory's fast path (``FastPath``): settle the unchanged files, return the rest
-    for the full rules. One cached lstat, one key and one set look-up per file."""
+    """One directory's fast path (``FastPath``): settle the files whose key is stored, return
+    every other entry for the full rules. One set look-up per file."""
     keys = fast.ready()
     settled = fast.settled
+    files, rest = listing
     globs = bool(include or exclude)
-    rest: list[os.DirEntry[str]] = []
-    for entry in entries:
-        try:
-            if entry.name[0] != "." and entry.is_file(follow_symlinks=False):
-                st = entry.stat(follow_symlinks=False)
-                key = (entry.path[cut:], st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
-                if key in keys and not (globs and _excluded(key[0], include, exclude)):
-                    settled.append(key)
-                    continue
-        except OSError:
-            pass  # the full rules name the failure
-        rest.append(entry)
+    for key, entry in files:
+        if key in keys and not (globs and _excluded(key[0], include, exclude)):
+            settled.append(key)
+        else:
+            rest.append(entry)
     return rest
 
 
@@ -195,8 +194,8 @@ def walk(
     root_str = str(root)
     cut = len(root_str) + 1
     stack: list[str] = [root_str]
-    # Directories listed but not yet yielded: (entries, or None with the skip reason).
-    pending: list[tuple[str, list[os.DirEntry[str]] | None, str]] = []
+    # Directories listed but not yet yielded: (listing, or None with the skip reason).
+    pending: list[tuple[str, _Listing | None, str]] = []
     buffered = 0
     while stack:
         directory = stack.pop()
@@ -212,44 +211,55 @@ def walk(
                 raise RootMissing(root_str) from None
             pending.append((directory, None, UNREADABLE))
         else:
-            ahead = fast is not None and fast.keys is None
+            subdirs, listing = _list_ahead(entries, cut, keyed=fast is not None)
             # Depth-first in name order: push reversed so the first name is walked first.
-            stack.extend(reversed(_list_ahead(entries, lstat=ahead)))
-            pending.append((directory, entries, ""))
+            stack.extend(reversed(subdirs))
+            pending.append((directory, listing, ""))
             buffered += len(entries)
         if fast is not None and fast.keys is None and buffered < LOOKAHEAD_ENTRIES and stack:
+            if fast.poll is not None:
+                fast.poll()
             continue  # list on while the stored keys are still loading
-        for listed, listing, reason in pending:
-            if listing is None:
+        for listed, held, reason in pending:
+            if held is None:
                 yield Skip(os.path.relpath(listed, root_str), reason)
                 continue
-            if fast is not None:
-                listing = _settle(listing, fast, cut, include, exclude)
-            yield from _items(listing, root, cut, include, exclude, max_bytes)
+            rest = _settle(held, fast, include, exclude) if fast is not None else held[1]
+            yield from _items(rest, root, cut, include, exclude, max_bytes)
         pending.clear()
         buffered = 0
 
 
-def _list_ahead(entries: list[os.DirEntry[str]], *, lstat: bool) -> list[str]:
+def _list_ahead(
+    entries: list[os.DirEntry[str]], cut: int, *, keyed: bool
+) -> tuple[list[str], _Listing]:
     """The subdirectories the walk enters (name order), under ``_items``' rules: a name that
-    is valid UTF-8 and not hidden, a directory that is not a symlink. With ``lstat``, every
-    regular file's lstat is fetched now (the entry caches it) while the keys are loading."""
+    is valid UTF-8 and not hidden, a directory that is not a symlink. With ``keyed`` (a
+    rescan), every regular file with a name that is not hidden gets its fast-path key from
+    the entry's lstat now (one syscall, cached by the entry), while the stored keys load."""
     subdirs: list[str] = []
+    files: list[tuple[FastKey, os.DirEntry[str]]] = []
+    rest: list[os.DirEntry[str]] = [] if keyed else entries
     for entry in entries:
         name = entry.name
-        if name[0] == ".":
-            continue
         try:
-            if entry.is_dir(follow_symlinks=False):
+            if name[0] == ".":
+                pass
+            elif entry.is_dir(follow_symlinks=False):
                 if not name.isascii():
                     name.encode("utf-8")
                 subdirs.append(entry.path)
-            elif lstat and entry.is_file(follow_symlinks=False):
-                entry.stat(follow_symlinks=False)
+            elif keyed and entry.is_file(follow_symlinks=False):
+                st = entry.stat(follow_symlinks=False)
+                key = (entry.path[cut:], st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
+                files.append((key, entry))
+                continue
         except (OSError, UnicodeEncodeError):
-            continue  # ``_items`` names the reason
+            pass  # ``_items`` names the reason
+        if keyed:
+            rest.append(entry)
     subdirs.sort()
-    return subdirs
+    return subdirs, (files, rest)
 
 
 def _items(
