@@ -38,6 +38,19 @@ MAX_SIZE = 64 * 1024
 REPEATS = 3
 CHUNK = 1 << 20
 RUNTIMES = {"PyTorch": "local-torch", "ONNX": "local-onnx"}
+# First indexing: (embedding runtime, files per learning batch or None for the product's own).
+# "before" is the way first indexing ran before issue 16 — PyTorch, 8 files per batch — on
+# today's indexing path (which also serves it faster: fewer queries, each text embedded once),
+# so the ratio to it understates the gain over the old code rather than overstating it.
+OLD_WAY = "PyTorch, 8 files per batch"
+INDEX_VARIANTS: dict[str, tuple[str, int | None]] = {
+    OLD_WAY: ("local-torch", 8),
+    "PyTorch": ("local-torch", None),
+    "ONNX": ("local-onnx", None),
+}
+INDEX_REPEATS = 3
+# The files/s first indexing reached before this work (quiet, PyTorch, 8 files per batch).
+INDEX_ANCHOR = 24.0
 
 PARAGRAPH = (
     "Wanderung {i} führt über den Grat zur Hütte; Proviant, Wasser und eine warme Jacke "
@@ -222,27 +235,46 @@ def main() -> None:
                 continue
             if hasattr(module, "embed"):
                 module.embed = counting_embed
-        indexing: dict[str, dict[str, float]] = {}
+        from files.watcher import run as run_module
+
+        product_batch = run_module.LEARN_BATCH_FILES
+        index_samples: dict[str, list[dict[str, float]]] = {k: [] for k in INDEX_VARIANTS}
         index_bytes = 0
-        for name, backend in RUNTIMES.items():
-            index_dir = tmp / f"index-{backend}"
-            index_bytes = make_index_files(index_dir, index_n)
-            root2 = FileRoot.objects.create(
-                user=user, character=nova, path=str(index_dir), eigentum="nutzer", state="aktiv"
-            )
-            embedded.update(texts=0, seconds=0.0)
-            with override_settings(EMBEDDINGS_BACKEND=backend):
-                started = time.perf_counter()
-                report = index_root_run(root_id=root2.pk)
-                index_seconds = time.perf_counter() - started
-            assert embedded["texts"] > 0, "the indexing path embedded nothing through `embed`"
-            assert report.outcome == "fertig", report.as_json()
-            assert report.counts["new"] == index_n, report.counts
-            indexing[name] = {
-                "seconds": index_seconds,
-                "texts": embedded["texts"],
-                "embed_seconds": embedded["seconds"],
+        for repeat in range(INDEX_REPEATS):  # interleaved, each on a fresh folder of its own
+            for name, (backend, batch_files) in INDEX_VARIANTS.items():
+                index_dir = tmp / f"index-{len(index_samples[name])}-{backend}-{batch_files}"
+                index_bytes = make_index_files(index_dir, index_n)
+                root2 = FileRoot.objects.create(
+                    user=user, character=nova, path=str(index_dir), eigentum="nutzer", state="aktiv"
+                )
+                embedded.update(texts=0, seconds=0.0)
+                run_module.LEARN_BATCH_FILES = batch_files or product_batch
+                try:
+                    with override_settings(EMBEDDINGS_BACKEND=backend):
+                        started = time.perf_counter()
+                        report = index_root_run(root_id=root2.pk)
+                        index_seconds = time.perf_counter() - started
+                finally:
+                    run_module.LEARN_BATCH_FILES = product_batch
+                assert embedded["texts"] > 0, "the indexing path embedded nothing through `embed`"
+                assert report.outcome == "fertig", report.as_json()
+                assert report.counts["new"] == index_n, report.counts
+                index_samples[name].append(
+                    {
+                        "seconds": index_seconds,
+                        "texts": embedded["texts"],
+                        "embed_seconds": embedded["seconds"],
+                    }
+                )
+                FileRoot.objects.filter(pk=root2.pk).delete()
+            print(f"[bench] first indexing, round {repeat + 1}/{INDEX_REPEATS} done", flush=True)
+        indexing: dict[str, dict[str, float]] = {
+            name: {
+                key: statistics.median(s[key] for s in runs)
+                for key in ("seconds", "texts", "embed_seconds")
             }
+            for name, runs in index_samples.items()
+        }
     finally:
         FileRoot.objects.filter(user=user).delete()
         tmp_obj.cleanup()
@@ -255,7 +287,24 @@ def main() -> None:
     fast_share = secs["limit_fast"] / secs["fast"]
     full_share = secs["limit_full"] / secs["full"]
     files_rate = {name: index_n / f["seconds"] for name, f in indexing.items()}
-    index_ratio = files_rate["ONNX"] / files_rate["PyTorch"]
+    index_ratio = files_rate["ONNX"] / files_rate[OLD_WAY]
+    index_load = os.getloadavg()[0]
+    first_indexing_figure = {
+        "figure": f"first indexing, offline enricher, {index_n} Markdown files (ONNX int8, "
+        "the default local runtime)",
+        "value": round(files_rate["ONNX"], 2),
+        "unit": "files/s",
+        "limit": round(files_rate[OLD_WAY], 2),
+        "limit_label": f"{OLD_WAY} in the same run (anchor before this work: "
+        f"{INDEX_ANCHOR:.0f} files/s quiet); load average {index_load:.1f}",
+        "ratio": round(index_ratio, 3),
+        "target": f"≥ 2 × {INDEX_ANCHOR:.0f} files/s (≥ 2 × the old way in the same run)",
+        # PyTorch suffers more from a busy machine than ONNX Runtime (its pool threads wait on
+        # each other), so on a loaded run the in-run ratio flatters: the absolute half
+        # (≥ 2 × the anchor) is judged on a quiet machine only, as bench_embeddings does.
+        "met": index_ratio >= 2.0
+        and (files_rate["ONNX"] >= 2 * INDEX_ANCHOR if index_load < 1.0 else None),
+    }
 
     def index_rows(name: str) -> list[str]:
         f = indexing[name]
@@ -293,6 +342,7 @@ def main() -> None:
             "",
             "| measurement | files | seconds | rate |",
             "|---|---:|---:|---:|",
+            *index_rows(OLD_WAY),
             *index_rows("PyTorch"),
             *index_rows("ONNX"),
             "",
@@ -300,12 +350,44 @@ def main() -> None:
             f"{'met' if fast_share >= 0.5 else 'NOT met'} ({fast_share:.0%}); "
             "full hash ≥ 50% of walk + read + sha256 — "
             f"{'met' if full_share >= 0.5 else 'NOT met'} ({full_share:.0%}); first indexing "
-            f"ONNX / PyTorch in this run {index_ratio:.2f}× (target ≥ 2× the files/s measured "
-            "before ONNX and batching across files: 24 files/s, PyTorch, 8 files per batch). "
+            f"ONNX / ({OLD_WAY}) in this run {index_ratio:.2f}× — "
+            f"{'met' if index_ratio >= 2 else 'NOT met'} (target ≥ 2× the files/s measured "
+            f"before: {INDEX_ANCHOR:.0f} files/s, PyTorch, 8 files per batch; median of "
+            f"{INDEX_REPEATS} interleaved runs each). "
             f"Load average at the end: {os.getloadavg()[0]:.1f}.",
         ]
     )
     _django.write_result("watcher", table)
+
+    # The figures the scaling targets are judged by (bench/run.py's summary): one list, each
+    # section appends its own; only what this run measured.
+    figures: list[dict[str, object]] = []
+    figures.append(
+        {
+            "figure": "unchanged rescan, fast path",
+            "value": rescan_n / secs["fast"],
+            "unit": "files/s",
+            "limit": rescan_n / secs["limit_fast"],
+            "limit_label": "bare os.scandir walk + lstat, same files, same run",
+            "ratio": fast_share,
+            "target": "≥ 0.50 of the bare walk + lstat",
+            "met": fast_share >= 0.5,
+        }
+    )
+    figures.append(
+        {
+            "figure": "full-hash verification",
+            "value": rescan_n / secs["full"],
+            "unit": "files/s",
+            "limit": rescan_n / secs["limit_full"],
+            "limit_label": "walk + read (1 MiB chunks) + sha256, same files, same run",
+            "ratio": full_share,
+            "target": "≥ 0.50 of walk + read + sha256",
+            "met": full_share >= 0.5,
+        }
+    )
+    figures.append(first_indexing_figure)
+    _django.write_figures("watcher", figures)
 
 
 if __name__ == "__main__":
