@@ -161,9 +161,10 @@ def test_the_overlapped_turn_sends_every_prompt_byte_for_byte_as_the_sequential_
     assert fast["gespraechsvektor"].details["vorab_gesendet"] is True
     assert slow["gespraechsvektor"].started_at >= ended(slow["enricher"])
     assert "vorab_gesendet" not in slow["gespraechsvektor"].details
-    # The composer still starts only after the vector was decided (seed 003 §2).
-    assert fast["composer"].started_at >= fast["gespraechsvektor"].started_at
-    assert fast["composer"].position > fast["gespraechsvektor"].position
+    # The composer still starts only after the vector was decided (seed 003 §2), and the
+    # responder only after the composer (seed 003 §3).
+    assert fast["composer"].started_at >= ended(fast["gespraechsvektor"])
+    assert fast["responder"].started_at >= ended(fast["composer"])
 
 
 def test_the_inspector_draws_the_vector_beside_retrieval(fake_llm: FakeOpenAI) -> None:
