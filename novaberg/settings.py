@@ -403,9 +403,17 @@ MEMORY_FLOOR = env_float("NOVABERG_MEMORY_FLOOR", 0.45)
 MEMORY_K = env_int("NOVABERG_MEMORY_K", 5, minimum=1)
 # A short-term entry is promoted to long-term memory once its salience reaches this value.
 MEMORY_PROMOTE_SALIENCE = env_float("NOVABERG_MEMORY_PROMOTE_SALIENCE", 0.8)
-# Messages a chat socket's channel may hold before sends fail (channels_redis default: 100).
+# Messages the chat sockets' channel may hold before sends fail (channels_redis default: 100).
+# channels_redis keeps the channels of all sockets of one web process in ONE Redis key and
+# checks this capacity against it, so it bounds a whole daphne process, not one socket: with
+# 100 sockets streaming on a busy machine, 1,000 refused turns (ChannelFull, bench_conversation).
 CHANNEL_LAYERS["default"]["CONFIG"]["capacity"] = env_int(
-    "NOVABERG_CHANNEL_CAPACITY", 1000, minimum=100
+    "NOVABERG_CHANNEL_CAPACITY", 20000, minimum=100
+)
+# Connections per web process to Redis for the layer: every streaming turn sends from its own
+# thread, so 100 concurrent turns exhausted redis-py's default pool of 100 (MaxConnectionsError).
+CHANNEL_LAYERS["default"]["CONFIG"]["hosts"][0]["max_connections"] = env_int(
+    "NOVABERG_CHANNEL_MAX_CONNECTIONS", 1000, minimum=10
 )
 
 # --- logging: one JSON object per line, request id / turn id on every line ----------------------
