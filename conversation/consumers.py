@@ -18,11 +18,14 @@ import asyncio
 import logging
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
+from functools import cache
 from typing import Any
 
 from asgiref.sync import async_to_sync, sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
 from channels.layers import get_channel_layer
+from django.conf import settings
 from django.contrib.auth.models import User
 
 from conversation import address, rendering, selectors
@@ -52,6 +55,17 @@ FAILED_TEXT_SIE = "Entschuldigung, da ist etwas schiefgegangen."
 # same process is cancelled while its blocking pop holds the message (a disconnect at the wrong
 # moment; channels_redis #366): without this the person would wait for a "done" forever.
 DONE_GRACE_S = 3.0
+
+
+@cache
+def turn_executor() -> ThreadPoolExecutor:
+    """The threads the turns of this web process run in. asyncio's default pool has
+    min(32, cores + 4) threads — 6 on two cores — and a turn spends most of its time waiting
+    for the model, so with more sockets than that the others queued for a thread, not for the
+    model. Each thread holds one database connection while it runs a turn."""
+    return ThreadPoolExecutor(
+        max_workers=settings.TURN_THREADS, thread_name_prefix="novaberg-turn"
+    )
 
 
 class ChatConsumer(AsyncJsonWebsocketConsumer):
@@ -165,7 +179,7 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
             await self._send_direct({"type": "error", "text": text})
             return
         try:
-            result = await sync_to_async(_run, thread_sensitive=False)(
+            result = await sync_to_async(_run, thread_sensitive=False, executor=turn_executor())(
                 self.user, self.session, text, sender, cancel
             )
         except Exception:

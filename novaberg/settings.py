@@ -412,6 +412,9 @@ CHANNEL_LAYERS["default"]["CONFIG"]["capacity"] = env_int(
 )
 # Connections per web process to Redis for the layer: every streaming turn sends from its own
 # thread, so 100 concurrent turns exhausted redis-py's default pool of 100 (MaxConnectionsError).
+# Threads per web process that run chat turns (conversation.consumers.turn_executor): turns
+# beyond it wait. Each holds a PostgreSQL connection while its turn runs.
+TURN_THREADS = env_int("NOVABERG_TURN_THREADS", 32, minimum=1)
 CHANNEL_LAYERS["default"]["CONFIG"]["hosts"][0]["max_connections"] = env_int(
     "NOVABERG_CHANNEL_MAX_CONNECTIONS", 1000, minimum=10
 )
