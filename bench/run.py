@@ -49,7 +49,10 @@ def main(argv: list[str]) -> int:
         elif out.exists() and out.stat().st_mtime < t0:
             # It keeps a table but did not write it this time: the README would show an old one.
             failed.append(f"{script.stem} (kein neues Ergebnis in {out.relative_to(BENCH_DIR)})")
-    write_summary(started_at=started_at, expected=with_figures)
+    # A run of benchmarks that judge no target (`make bench directives`) keeps the summary of
+    # the last run that did: an empty one would stand first in the README as if it were news.
+    if with_figures:
+        write_summary(started_at=started_at, expected=with_figures)
     if failed:
         print(
             f"fehlgeschlagen: {', '.join(failed)}; README.md bleibt unverändert.",

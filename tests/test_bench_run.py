@@ -226,3 +226,16 @@ def test_a_clean_run_puts_the_summary_first_in_the_readme(
     assert "Missing: alt (figures file older than this run, ignored)." in section
     summary = (bench / "results" / "summary.md").read_text().splitlines()
     assert summary[2].startswith("Commit `")  # where it was measured, under its heading
+
+
+def test_a_run_that_judges_no_target_keeps_the_last_summary(
+    in_tree: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # `make bench directives` after a full run: the summary of the full run stays.
+    bench = bench_tree(in_tree, {"gut": writes("gut", "### Gut\n\n| neu |")})
+    earlier = "### Scaling targets (issue table): this run's figures\n\n| watcher | 0.53 |\n"
+    (bench / "results" / "summary.md").write_text(earlier)
+    use(monkeypatch, bench)
+    assert run.main(["gut"]) == 0
+    assert (bench / "results" / "summary.md").read_text() == earlier
+    assert "| watcher | 0.53 |" in (in_tree / "README.md").read_text()
