@@ -63,9 +63,7 @@ def turn_executor() -> ThreadPoolExecutor:
     min(32, cores + 4) threads — 6 on two cores — and a turn spends most of its time waiting
     for the model, so with more sockets than that the others queued for a thread, not for the
     model. Each thread holds one database connection while it runs a turn."""
-    return ThreadPoolExecutor(
-        max_workers=settings.TURN_THREADS, thread_name_prefix="novaberg-turn"
-    )
+    return ThreadPoolExecutor(max_workers=settings.TURN_THREADS, thread_name_prefix="novaberg-turn")
 
 
 class ChatConsumer(AsyncJsonWebsocketConsumer):
