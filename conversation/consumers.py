@@ -354,7 +354,7 @@ class TokenSender:
 def _run(
     user: User, session: Session, text: str, sender: TokenSender, cancel: TurnCancel
 ) -> TurnResult:
-    from django.db import close_old_connections
+    from django.db import close_old_connections, connections
 
     close_old_connections()
     try:
@@ -368,4 +368,6 @@ def _run(
         )
     finally:
         sender.flush()
-        close_old_connections()
+        # The pool's threads live as long as the process: a connection left open here would
+        # stay open between turns (and keep a test database from being dropped).
+        connections.close_all()

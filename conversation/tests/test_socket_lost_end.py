@@ -92,7 +92,7 @@ async def run_turn_with(
     monkeypatch.setattr(consumers, "get_channel_layer", lambda: layer)
     comm = WebsocketCommunicator(APP, f"/ws/sessions/{session.pk}/")
     comm.scope["user"] = user  # type: ignore[typeddict-unknown-key]  # AuthMiddleware's key
-    assert (await comm.connect())[0]
+    assert (await comm.connect(timeout=30))[0]  # a busy machine
     try:
         await comm.send_json_to({"text": "Hallo Nova, wie geht es dir heute?"})
         frames = await frames_of_turn(comm, GRACE_S * 3)

@@ -64,7 +64,7 @@ async def test_ten_turns_wait_for_the_model_at_the_same_time(
     for _ in range(SOCKETS):
         comm = WebsocketCommunicator(APP, f"/ws/sessions/{session.pk}/")
         comm.scope["user"] = user  # type: ignore[typeddict-unknown-key]  # AuthMiddleware's key
-        assert (await comm.connect())[0]
+        assert (await comm.connect(timeout=30))[0]  # a busy machine
         comms.append(comm)
     try:
         for comm in comms:
