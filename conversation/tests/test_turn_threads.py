@@ -14,8 +14,10 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from asgiref.sync import sync_to_async
 from channels.routing import URLRouter
 from channels.testing import WebsocketCommunicator
+from django.db import connections
 
 from conversation import consumers
 from conversation.models import Character, Session
@@ -79,6 +81,9 @@ async def test_ten_turns_wait_for_the_model_at_the_same_time(
     finally:
         for comm in comms:
             await comm.disconnect()
+        # The handshakes' queries ran in asgiref's one thread: close its connection, or the
+        # test database cannot be dropped at the end of the run.
+        await sync_to_async(connections.close_all)()
     assert len(met) == SOCKETS  # all ten were running at once
     assert all(name.startswith("novaberg-turn") for name in met)
     assert [e["type"] for e in ends] == ["error"] * SOCKETS  # and each person was told
