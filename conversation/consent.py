@@ -507,21 +507,29 @@ def _clause_failure(tokens: list[_Token]) -> str | None:
         by_clause.setdefault(token.clause, []).append(token)
     for clause_tokens in by_clause.values():
         clause_words = [token.text for token in clause_tokens if not token.is_phrase]
-        seen_asking_verb = False
-        for word in clause_words:
-            if seen_asking_verb and word in SUBJECT_WORDS:
-                return "question_word_order"
-            if word in ASKING_VERBS:
-                seen_asking_verb = True
-        if not IMPERATIVE_VERBS.isdisjoint(clause_words) and not IMPERATIVE_SUBJECTS.isdisjoint(
-            clause_words
-        ):
-            return "imperative_with_subject"
+        order = _word_order_failure(clause_words)
+        if order is not None:
+            return order
         if "ist" in clause_words:
             for token in clause_tokens:
                 is_consent = token.is_phrase or token.text in CONSENT_WORDS
                 if is_consent and token.text not in CONSENT_WITH_IST:
                     return f"predicative_not_consent:{token.text}"
+    return None
+
+
+def _word_order_failure(clause_words: list[str]) -> str | None:
+    """A question (asking verb before its subject) or an order with a subject in one clause."""
+    seen_asking_verb = False
+    for word in clause_words:
+        if seen_asking_verb and word in SUBJECT_WORDS:
+            return "question_word_order"
+        if word in ASKING_VERBS:
+            seen_asking_verb = True
+    if not IMPERATIVE_VERBS.isdisjoint(clause_words) and not IMPERATIVE_SUBJECTS.isdisjoint(
+        clause_words
+    ):
+        return "imperative_with_subject"
     return None
 
 
@@ -556,16 +564,9 @@ def _clause_words_failure(groups: Iterable[list[str]]) -> str | None:
     for clause_words in groups:
         if _CLAUSE_RULE_WORDS.isdisjoint(clause_words):
             continue  # also every empty clause
-        seen_asking_verb = False
-        for word in clause_words:
-            if seen_asking_verb and word in SUBJECT_WORDS:
-                return "question_word_order"
-            if word in ASKING_VERBS:
-                seen_asking_verb = True
-        if not IMPERATIVE_VERBS.isdisjoint(clause_words) and not IMPERATIVE_SUBJECTS.isdisjoint(
-            clause_words
-        ):
-            return "imperative_with_subject"
+        order = _word_order_failure(clause_words)
+        if order is not None:
+            return order
         if "ist" in clause_words:
             for word in clause_words:
                 if word in CONSENT_WORDS and word not in CONSENT_WITH_IST:
