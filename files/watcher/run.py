@@ -281,7 +281,7 @@ class _Run:
             stale.execute(STALE_SQL, [self.root.pk, IndexEntry.State.PRESENT, self.stale_before])
             # PQconsumeInput between directories: the rows move into libpq's buffer as they
             # arrive, so the server never waits on a full socket while the walk runs.
-            self.fast = scan.FastPath(lambda: set(keys.fetchall()), poll=raw.pgconn.consume_input)
+            self.fast = scan.FastPath(keys.fetchall, poll=raw.pgconn.consume_input)
             items = list(scan.walk(self.root_path, fast=self.fast, **walk_args))
             self.fast.ready()  # fetched within the pipeline (the walk may have had no entry)
             row = stale.fetchone()
@@ -313,7 +313,7 @@ class _Run:
         settled = 0
         unsettled: set[str] = set()
         if fast is not None:
-            settled = len(fast.settled)
+            settled = fast.settled
             # Present rows the walk did not settle: changed (read below) or gone (``finish``).
             unsettled = fast.unsettled()
             # The rows of the files to read: changed, or back after being gone (a new one has none).

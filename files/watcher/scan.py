@@ -70,8 +70,9 @@ class Skip(NamedTuple):
     reason: str
 
 
-# The fast-path key of a file: (rel_path, size, mtime_ns, ctime_ns, inode).
-FastKey = tuple[str, int, int | None, int | None, int | None]
+# The fast-path key of a file as the database returns it: (rel_path, size, mtime_ns,
+# ctime_ns, inode); ``size`` is None for a row that may not skip the read.
+FastKey = tuple[str, int | None, int | None, int | None, int | None]
 
 
 # How many directory entries a rescan's walk lists and lstats ahead while the stored keys are
@@ -82,62 +83,73 @@ LOOKAHEAD_ENTRIES = 50_000
 class FastPath:
     """The stored fast-path keys of a root, for ``walk`` to settle unchanged files in place.
 
-    ``load`` returns the stored (rel_path, size, mtime_ns, ctime_ns, inode) of the rows that
-    may skip the read, already limited to what the walk's own rules would yield whatever the
-    name: a format with a parser and a size within the limit (``run.FAST_KEYS_SQL``). The walk
-    calls it only once it has listed and lstat-ed up to ``LOOKAHEAD_ENTRIES`` entries (or all),
-    so a query sent before the walk runs beside it. A regular file (a symlink is never
-    settled) with a name that is not hidden, whose key from the entry's cached lstat is a
-    stored key (so its name is valid UTF-8) and that passes the root's include/exclude globs
-    is *settled*: counted, its key kept in ``settled``, and not yielded — no ``Found``, no
-    sort, no further call for it. Everything else is yielded as without a fast path."""
+    ``load`` returns the stored (rel_path, size, mtime_ns, ctime_ns, inode) of the present
+    rows; ``size`` is None for a row the walk's own rules would not let skip the read
+    whatever the name (``run.FAST_KEYS_SQL``: no hash yet, a format without a parser, over the
+    size limit). They are kept by path as the database sent them, so the walk compares a file
+    with one dict look-up and four integers from the entry's cached lstat: no tuple or object
+    is built per unchanged file. The walk calls ``load`` only once it has listed and lstat-ed
+    up to ``LOOKAHEAD_ENTRIES`` entries (or all), so a query sent before the walk runs beside
+    it. A regular file (a symlink is never settled) with a name that is not hidden, whose
+    stored key matches and that passes the root's include/exclude globs is *settled*:
+    counted, its key taken out, and not yielded — no ``Found``, no sort, no further call for
+    it. Everything else is yielded as without a fast path."""
 
     __slots__ = ("_load", "keys", "poll", "settled")
 
     def __init__(
-        self, load: Callable[[], set[FastKey]], poll: Callable[[], object] | None = None
+        self, load: Callable[[], list[FastKey]], poll: Callable[[], object] | None = None
     ) -> None:
         self._load = load
         # Called after each directory listed ahead: lets the caller take in what the database
         # sent so far (its socket buffer is smaller than the keys; a full one stalls it).
         self.poll = poll
-        self.keys: set[FastKey] | None = None
-        self.settled: list[FastKey] = []
+        self.keys: dict[str, FastKey] | None = None
+        self.settled = 0
 
-    def ready(self) -> set[FastKey]:
+    def ready(self) -> dict[str, FastKey]:
         if self.keys is None:
-            self.keys = self._load()
+            self.keys = {key[0]: key for key in self._load()}
         return self.keys
 
     def unsettled(self) -> set[str]:
         """The paths of the stored keys the walk did not settle (changed or gone)."""
-        keys = self.ready()
-        if len(self.settled) == len(keys):
-            return set()  # every key settled once: nothing left (the common rescan)
-        return {key[0] for key in keys.difference(self.settled)}
+        return set(self.ready())  # a settled key is taken out
 
 
 _by_name = operator.attrgetter("name")
 
 
-# One directory listed ahead: its regular files with their fast-path keys, and the rest.
-_Listing = tuple[list[tuple[FastKey, os.DirEntry[str]]], list[os.DirEntry[str]]]
+# One directory listed ahead: its regular files (lstat cached by the entry), and the rest.
+_Listing = tuple[list[os.DirEntry[str]], list[os.DirEntry[str]]]
 
 
 def _settle(
-    listing: _Listing, fast: FastPath, include: list[str], exclude: list[str]
+    listing: _Listing, fast: FastPath, cut: int, include: list[str], exclude: list[str]
 ) -> list[os.DirEntry[str]]:
     """One directory's fast path (``FastPath``): settle the files whose key is stored, return
-    every other entry for the full rules. One set look-up per file."""
+    every other entry for the full rules. One dict look-up per file."""
     keys = fast.ready()
-    settled = fast.settled
     files, rest = listing
     globs = bool(include or exclude)
-    for key, entry in files:
-        if key in keys and not (globs and _excluded(key[0], include, exclude)):
-            settled.append(key)
-        else:
-            rest.append(entry)
+    settled = 0
+    for entry in files:
+        rel = entry.path[cut:]
+        key = keys.get(rel)
+        if key is not None:
+            st = entry.stat(follow_symlinks=False)  # cached by ``_list_ahead``
+            if (
+                key[1] == st.st_size
+                and key[2] == st.st_mtime_ns
+                and key[3] == st.st_ctime_ns
+                and key[4] == st.st_ino
+                and not (globs and _excluded(rel, include, exclude))
+            ):
+                del keys[rel]
+                settled += 1
+                continue
+        rest.append(entry)
+    fast.settled += settled
     return rest
 
 
@@ -211,7 +223,7 @@ def walk(
                 raise RootMissing(root_str) from None
             pending.append((directory, None, UNREADABLE))
         else:
-            subdirs, listing = _list_ahead(entries, cut, keyed=fast is not None)
+            subdirs, listing = _list_ahead(entries, keyed=fast is not None)
             # Depth-first in name order: push reversed so the first name is walked first.
             stack.extend(reversed(subdirs))
             pending.append((directory, listing, ""))
@@ -224,21 +236,19 @@ def walk(
             if held is None:
                 yield Skip(os.path.relpath(listed, root_str), reason)
                 continue
-            rest = _settle(held, fast, include, exclude) if fast is not None else held[1]
+            rest = _settle(held, fast, cut, include, exclude) if fast is not None else held[1]
             yield from _items(rest, root, cut, include, exclude, max_bytes)
         pending.clear()
         buffered = 0
 
 
-def _list_ahead(
-    entries: list[os.DirEntry[str]], cut: int, *, keyed: bool
-) -> tuple[list[str], _Listing]:
+def _list_ahead(entries: list[os.DirEntry[str]], *, keyed: bool) -> tuple[list[str], _Listing]:
     """The subdirectories the walk enters (name order), under ``_items``' rules: a name that
     is valid UTF-8 and not hidden, a directory that is not a symlink. With ``keyed`` (a
-    rescan), every regular file with a name that is not hidden gets its fast-path key from
-    the entry's lstat now (one syscall, cached by the entry), while the stored keys load."""
+    rescan), every regular file with a name that is not hidden is lstat-ed now (one syscall,
+    cached by the entry) and kept apart for ``_settle``, while the stored keys load."""
     subdirs: list[str] = []
-    files: list[tuple[FastKey, os.DirEntry[str]]] = []
+    files: list[os.DirEntry[str]] = []
     rest: list[os.DirEntry[str]] = [] if keyed else entries
     for entry in entries:
         name = entry.name
@@ -250,9 +260,8 @@ def _list_ahead(
                     name.encode("utf-8")
                 subdirs.append(entry.path)
             elif keyed and entry.is_file(follow_symlinks=False):
-                st = entry.stat(follow_symlinks=False)
-                key = (entry.path[cut:], st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
-                files.append((key, entry))
+                entry.stat(follow_symlinks=False)
+                files.append(entry)
                 continue
         except (OSError, UnicodeEncodeError):
             pass  # ``_items`` names the reason
