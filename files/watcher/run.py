@@ -56,10 +56,10 @@ LAST_SEEN_GRANULARITY = timedelta(hours=1)
 _KNOWN_COLUMNS = "rel_path, id, size, mtime_ns, ctime_ns, inode, inhalt_hash, state"
 # Every stored row of a root (a full-hash run compares every file by its hash).
 KNOWN_SQL = f"SELECT {_KNOWN_COLUMNS} FROM files_indexentry WHERE root_id = %s"
-# A rescan's fast path: the key of every present row as the 5-tuple ``scan.FastPath``
-# compares — one query, no ORM object, nothing else per row. A row that may not skip the read
-# (never hashed, a format the walk no longer reads, over the size limit) gets no size, so no
-# file matches it: it is read like a new file, or found gone.
+# A rescan's fast path: the key of every present row as the 5-tuple ``scan.FastPath`` keeps
+# by path and compares — one query, no ORM object, nothing else per row. A row that may not
+# skip the read (never hashed, a format the walk no longer reads, over the size limit) gets
+# no size, so no file matches it: it is read like a new file, or found gone.
 FAST_KEYS_SQL = (
     "SELECT rel_path, CASE WHEN inhalt_hash <> '' AND format = ANY(%s) AND size <= %s "
     "THEN size END, mtime_ns, ctime_ns, inode FROM files_indexentry "
