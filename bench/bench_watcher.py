@@ -235,9 +235,9 @@ def main() -> None:
                 continue
             if hasattr(module, "embed"):
                 module.embed = counting_embed
-        from files.watcher import run as run_module
+        from django.conf import settings
 
-        product_batch = run_module.LEARN_BATCH_FILES
+        product_batch = settings.FILES_LEARN_BATCH_FILES
         index_samples: dict[str, list[dict[str, float]]] = {k: [] for k in INDEX_VARIANTS}
         index_bytes = 0
         for repeat in range(INDEX_REPEATS):  # interleaved, each on a fresh folder of its own
@@ -248,14 +248,13 @@ def main() -> None:
                     user=user, character=nova, path=str(index_dir), eigentum="nutzer", state="aktiv"
                 )
                 embedded.update(texts=0, seconds=0.0)
-                run_module.LEARN_BATCH_FILES = batch_files or product_batch
-                try:
-                    with override_settings(EMBEDDINGS_BACKEND=backend):
-                        started = time.perf_counter()
-                        report = index_root_run(root_id=root2.pk)
-                        index_seconds = time.perf_counter() - started
-                finally:
-                    run_module.LEARN_BATCH_FILES = product_batch
+                with override_settings(
+                    EMBEDDINGS_BACKEND=backend,
+                    FILES_LEARN_BATCH_FILES=batch_files or product_batch,
+                ):
+                    started = time.perf_counter()
+                    report = index_root_run(root_id=root2.pk)
+                    index_seconds = time.perf_counter() - started
                 assert embedded["texts"] > 0, "the indexing path embedded nothing through `embed`"
                 assert report.outcome == "fertig", report.as_json()
                 assert report.counts["new"] == index_n, report.counts

@@ -16,13 +16,17 @@ measured on the product's own rows (on the product's own path). A file's learnin
    each distinct text once: a block whose embedded text is already stored in the root (an
    unchanged section, a section repeated across files) keeps that vector, and identical texts
    within a batch share one. What the database holds is read per batch, not per file;
-5. the upsert of the entry and its block rows (text, keywords, both search vectors) in one
-   transaction per file, and a read-back: an unverified write is a failure, never a success.
+5. the upsert of the entries and their block rows (text, keywords, both search vectors) in one
+   transaction per batch with a fixed number of statements, and a read-back of every row: an
+   unverified write is a failure, never a success. When the batch cannot be written or
+   verified it is written again file by file, so the failure is named on its file and the
+   others are learned.
 """
 
 from __future__ import annotations
 
 import hashlib
+import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -30,8 +34,8 @@ from enum import StrEnum
 from typing import Any
 
 from django.contrib.postgres.search import SearchVector
-from django.db import transaction
-from django.db.models import Count, Q, Value
+from django.db import DatabaseError, transaction
+from django.db.models import Count, Q
 from django.utils import timezone
 
 from files.models import FileRoot, IndexBlock, IndexEntry
@@ -49,6 +53,10 @@ BLOCK_OWN_TERMS = 5
 # Per file: the enrichment's keywords plus at most this many heading words.
 FILE_HEADING_TERMS = 32
 ARCHIVE_SEGMENTS = {"archive", "archiv"}
+# Rows per INSERT of one batch's write (a batch of files can hold thousands of blocks).
+WRITE_BATCH_ROWS = 1000
+
+logger = logging.getLogger(__name__)
 
 
 class RefreshStatus(StrEnum):
@@ -368,10 +376,9 @@ def _mtime(mtime_ns: int | None) -> datetime | None:
     return None if mtime_ns is None else datetime.fromtimestamp(mtime_ns / 1e9, tz=UTC)
 
 
-@transaction.atomic
-def _write(p: _Prepared) -> int:
+def _entry_row(p: _Prepared, now: datetime) -> tuple[IndexEntry, list[str]]:
+    """The file's index row as an unsaved object, and the fields an upsert sets."""
     item = p.item
-    now = timezone.now()
     search_text = "\n".join([item.rel_path, p.topic, p.summary, " ".join(p.keywords), item.text])[
         :SEARCH_TEXT_MAX
     ]
@@ -396,55 +403,117 @@ def _write(p: _Prepared) -> int:
         "indexed_at": now,
         "last_error": "",
     }
+    return IndexEntry(root=item.root, rel_path=item.rel_path, **fields), list(fields)
+
+
+def _block_objects(p: _Prepared, entry_id: int) -> list[IndexBlock]:
+    return [
+        IndexBlock(
+            entry_id=entry_id,
+            ordinal=b.ordinal,
+            kind=b.kind,
+            heading=b.heading,
+            line_start=b.line_start,
+            line_end=b.line_end,
+            block_hash=b.block_hash,
+            embedding=p.block_vectors.get(b.block_hash) if b.embed else None,
+            text=b.text,
+            keywords=b.keywords,
+        )
+        for b in p.blocks
+    ]
+
+
+@transaction.atomic
+def _write(batch: Sequence[_Prepared]) -> list[int]:
+    """Upsert the entries of ``batch`` and replace their block rows, in one transaction and a
+    fixed number of statements whatever the batch's size; then read every row back. Returns
+    the entry ids in order; raises ``_NotVerified`` (the transaction rolls back) when a row
+    does not read back as written."""
+    now = timezone.now()
+    rows = [_entry_row(p, now) for p in batch]
+    entries = [entry for entry, _ in rows]
     # One INSERT … ON CONFLICT (root, rel_path) DO UPDATE instead of update_or_create's
     # SELECT … FOR UPDATE + UPDATE/INSERT; fields not named (first_seen_at, the learned hash)
     # keep their stored value, as with update_or_create's defaults.
-    entry = IndexEntry(root=item.root, rel_path=item.rel_path, **fields)
     IndexEntry.objects.bulk_create(
-        [entry],
+        entries,
         update_conflicts=True,
         unique_fields=["root", "rel_path"],
-        update_fields=list(fields),
+        update_fields=rows[0][1],
+        batch_size=WRITE_BATCH_ROWS,
     )
-    if entry.pk is None:
+    ids = [entry.pk for entry in entries]
+    if any(pk is None for pk in ids):
         raise _NotVerified
-    IndexEntry.objects.filter(pk=entry.pk).update(
-        search_vector=SearchVector(Value(search_text), config="german"),
-        search_vector_simple=SearchVector(Value(search_text), config="simple"),
+    # Both search vectors from the stored search text (the text just written), one statement.
+    IndexEntry.objects.filter(pk__in=ids).update(
+        search_vector=SearchVector("search_text", config="german"),
+        search_vector_simple=SearchVector("search_text", config="simple"),
     )
-    IndexBlock.objects.filter(entry_id=entry.pk).delete()
+    IndexBlock.objects.filter(entry_id__in=ids).delete()
     IndexBlock.objects.bulk_create(
-        [
-            IndexBlock(
-                entry_id=entry.pk,
-                ordinal=b.ordinal,
-                kind=b.kind,
-                heading=b.heading,
-                line_start=b.line_start,
-                line_end=b.line_end,
-                block_hash=b.block_hash,
-                embedding=p.block_vectors.get(b.block_hash) if b.embed else None,
-                text=b.text,
-                keywords=b.keywords,
-            )
-            for b in p.blocks
-        ]
+        [block for p, pk in zip(batch, ids, strict=True) for block in _block_objects(p, pk)],
+        batch_size=WRITE_BATCH_ROWS,
     )
     # The block's search vectors from its stored text (heading line included), one statement.
-    IndexBlock.objects.filter(entry_id=entry.pk).update(
+    IndexBlock.objects.filter(entry_id__in=ids).update(
         search_vector=SearchVector("text", config="german"),
         search_vector_simple=SearchVector("text", config="simple"),
     )
     # Read back (one query): an unverified write is a failure, never a success.
-    stored = (
-        IndexEntry.objects.filter(pk=entry.pk)
+    stored = {
+        pk: (digest, verified)
+        for pk, digest, verified in IndexEntry.objects.filter(pk__in=ids)
         .annotate(verified_blocks=Count("blocks", filter=Q(blocks__search_vector__isnull=False)))
-        .values_list("inhalt_hash", "verified_blocks")
-        .first()
-    )
-    if stored is None or stored != (item.digest, len(p.blocks)):
-        raise _NotVerified
-    return int(entry.pk)
+        .values_list("pk", "inhalt_hash", "verified_blocks")
+    }
+    for p, pk in zip(batch, ids, strict=True):
+        if stored.get(pk) != (p.item.digest, len(p.blocks)):
+            raise _NotVerified
+    return [int(pk) for pk in ids]
+
+
+def _write_each(batch: Sequence[_Prepared]) -> list[int | RefreshResult]:
+    """Write ``batch`` in one transaction; when that fails, file by file, so a file that
+    cannot be written or verified fails with its name and the others are still learned.
+    Returns, per file in order, its entry id or its failure."""
+    keys = {(p.item.root.pk, p.item.rel_path) for p in batch}
+    if len(batch) > 1 and len(keys) == len(batch):  # one upsert cannot touch a row twice
+        try:
+            return list(_write(batch))
+        except (_NotVerified, DatabaseError):
+            logger.warning(
+                "indexing: the batch write of %d files failed; writing them one by one",
+                len(batch),
+                extra={"outcome": "stapel_einzeln"},
+            )
+    out: list[int | RefreshResult] = []
+    for p in batch:
+        try:
+            out.append(_write([p])[0])
+        except _NotVerified:
+            out.append(
+                RefreshResult(
+                    p.item.rel_path,
+                    RefreshStatus.FAILED,
+                    step="nicht_verifiziert",
+                    message="Die Indexzeile ließ sich nach dem Schreiben nicht bestätigen.",
+                )
+            )
+        except DatabaseError as exc:
+            logger.warning(
+                "indexing: %s not written: %s", p.item.rel_path, exc, extra={"outcome": "schreiben"}
+            )
+            out.append(
+                RefreshResult(
+                    p.item.rel_path,
+                    RefreshStatus.FAILED,
+                    step="schreiben",
+                    message="Die Indexzeile ließ sich nicht speichern.",
+                )
+            )
+    return out
 
 
 def index_entries_refresh(
@@ -453,9 +522,9 @@ def index_entries_refresh(
     on_result: Callable[[RefreshResult], None] | None = None,
 ) -> list[RefreshResult]:
     """Learn ``items`` (new or changed files of one or more roots), one result per item in
-    order. Embeddings are computed in one batched call; each file is written and verified in
-    its own transaction, so a kill between two files leaves only whole files behind.
-    ``on_result`` is called with each file's result as soon as that file is settled."""
+    order. Embeddings are computed in one batched call; the batch is written and verified in
+    one transaction (file by file where that fails), so a kill leaves only whole files
+    behind. ``on_result`` is called with each file's result once its write is committed."""
     twins: dict[str, _Prepared] = {}
     known = _known(items)
     batch = [_prepare(item, twins, known) for item in items]
@@ -476,24 +545,18 @@ def index_entries_refresh(
             if on_result is not None:
                 on_result(result)
         return failed
-    results: list[RefreshResult] = []
     for p in batch:
         if p.copy_of is not None:
             p.vector, p.block_vectors = p.copy_of.vector, p.copy_of.block_vectors
-        try:
-            entry_id = _write(p)
-        except _NotVerified:
-            result = RefreshResult(
-                p.item.rel_path,
-                RefreshStatus.FAILED,
-                step="nicht_verifiziert",
-                message="Die Indexzeile ließ sich nach dem Schreiben nicht bestätigen.",
-            )
+    results: list[RefreshResult] = []
+    for p, written in zip(batch, _write_each(batch), strict=True):
+        if isinstance(written, RefreshResult):
+            result = written
         else:
             result = RefreshResult(
                 p.item.rel_path,
                 RefreshStatus.NEW if p.is_new else RefreshStatus.CHANGED,
-                entry_id=entry_id,
+                entry_id=written,
                 source=p.source,
                 notes=tuple(p.notes),
             )

@@ -370,6 +370,10 @@ FILES_FAST_PATH = env_bool("NOVABERG_FILES_FAST_PATH", True)
 FILES_FULL_HASH_EVERY_S = env_int("NOVABERG_FILES_FULL_HASH_EVERY_S", 24 * 3600, minimum=0)
 # Beat: how often every active root is walked.
 FILES_INDEX_EVERY_S = env_int("NOVABERG_FILES_INDEX_EVERY_S", 15 * 60, minimum=10)
+# New/changed files learned together: one embedding call for their topics and blocks and one
+# transaction for their rows (files/indexing.py). A kill loses the batch being written, never
+# part of a file; a larger batch costs memory (the parsed text of every file in it).
+FILES_LEARN_BATCH_FILES = env_int("NOVABERG_FILES_LEARN_BATCH_FILES", 32, minimum=1)
 # Text of one file handed to the enricher (LLM or offline extraction).
 FILES_ENRICH_MAX_CHARS = env_int("NOVABERG_FILES_ENRICH_MAX_CHARS", 6000, minimum=200)
 # Tests only: "files.tests.<module>:<function>" called at named points of a run

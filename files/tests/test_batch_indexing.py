@@ -3,11 +3,13 @@ stores are the ones ``embed_one`` gives for the same text (issue 16, "Indexing a
 
 from __future__ import annotations
 
+import hashlib
 import math
 from pathlib import Path
 from typing import Any
 
 import pytest
+from django.conf import settings
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
@@ -16,7 +18,7 @@ from files import indexing
 from files.models import IndexBlock, IndexEntry
 from files.tests.watcher_helpers import make_root, write
 from files.watcher import index_root_run
-from files.watcher.run import LEARN_BATCH_FILES
+from files.watcher import run as run_module
 from novaberg import embeddings
 
 FILES = 40  # more than one learning batch
@@ -61,7 +63,7 @@ def test_first_run_embeds_in_batches_and_each_distinct_text_once(
 
     assert report.outcome == "fertig" and report.counts["new"] == FILES
     # One call per learning batch, not one per file.
-    assert len(calls) == math.ceil(FILES / LEARN_BATCH_FILES)
+    assert len(calls) == math.ceil(FILES / settings.FILES_LEARN_BATCH_FILES)
     texts = [t for call in calls for t in call]
     assert len(texts) == len(set(texts)), "a text was embedded twice"
     # The section every file shares is embedded once for the whole run ...
@@ -129,20 +131,60 @@ def test_stored_vectors_are_embed_one_of_the_same_text(
         assert _cos(block.embedding, embeddings.embed_one(text)) >= 0.999
 
 
-def test_writes_need_a_bounded_number_of_queries_per_file(
+def test_a_batch_is_written_in_a_fixed_number_of_statements(
+    tmp_path: Path, user: Any, nova: Character, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Learning a batch costs the same statements for 5 files as for 30 (one learning batch
+    each): the upsert, the search vectors, the blocks and the read-back run per batch."""
+    embeddings.warm_up()
+    # Progress goes out by the clock as well; on a slow machine that would count here.
+    monkeypatch.setattr(run_module, "PROGRESS_EVERY_S", 3600.0)
+    counts = []
+    for files in (5, 30):
+        base = tmp_path / "rand" / f"wandern{files}"
+        for i in range(files):
+            write(base, f"notiz{i:02d}.md", note(i))
+        root = make_root(user, nova, base)
+        with CaptureQueriesContext(connection) as queries:
+            report = index_root_run(root_id=root.pk)
+        assert report.counts["new"] == files
+        counts.append(len(queries))
+    assert 30 <= settings.FILES_LEARN_BATCH_FILES
+    assert counts[0] == counts[1], f"{counts[0]} statements for 5 files, {counts[1]} for 30"
+
+
+def test_a_file_that_cannot_be_written_fails_by_name_and_the_rest_of_its_batch_is_learned(
     tmp_path: Path, user: Any, nova: Character
 ) -> None:
     base = tmp_path / "rand" / "wandern"
-    for i in range(20):
-        write(base, f"notiz{i:02d}.md", note(i))
+    base.mkdir(parents=True)
     root = make_root(user, nova, base)
-    embeddings.warm_up()
 
-    with CaptureQueriesContext(connection) as queries:
-        report = index_root_run(root_id=root.pk)
+    def item(name: str, text: str) -> indexing.FileToIndex:
+        data = text.encode()
+        return indexing.FileToIndex(
+            root=root,
+            rel_path=name,
+            format="markdown",
+            digest=hashlib.sha256(data).hexdigest(),
+            text=text,
+            size=len(data),
+        )
 
-    assert report.counts["new"] == 20
-    # Per file: BEGIN/COMMIT, the upsert, its search vectors, the blocks (delete, insert,
-    # search vectors) and one read-back; the lookups are per batch.
-    per_file = len(queries) / 20
-    assert per_file <= 10, f"{len(queries)} queries for 20 files"
+    # PostgreSQL stores no NUL character in text: that file's rows cannot be written.
+    items = [item("a.md", note(1)), item("b.md", note(2) + "\x00"), item("c.md", note(3))]
+
+    results = indexing.index_entries_refresh(items=items)
+
+    assert [r.status for r in results] == [
+        indexing.RefreshStatus.NEW,
+        indexing.RefreshStatus.FAILED,
+        indexing.RefreshStatus.NEW,
+    ]
+    assert results[1].step == "schreiben" and results[1].message
+    stored = IndexEntry.objects.filter(root=root)
+    assert sorted(stored.values_list("rel_path", flat=True)) == ["a.md", "c.md"]
+    # Each learned file whole: its blocks written and searchable.
+    for entry in stored:
+        assert entry.blocks.count() == len(entry.block_map) > 0
+        assert not entry.blocks.filter(search_vector__isnull=True).exists()

@@ -217,23 +217,58 @@ def die_after_four_writes(point: str) -> None:
             raise Killed
 
 
-def test_crash_in_the_middle_then_rerun_equals_one_clean_run(
-    tmp_path: Path, user: User, nova: Character, settings: Any
-) -> None:
-    crashed_dir = tmp_path / "rand" / "a"
-    clean_dir = tmp_path / "rand" / "b"
-    for base in (crashed_dir, clean_dir):
+def _two_equal_trees(tmp_path: Path, user: User, nova: Character) -> tuple[FileRoot, FileRoot]:
+    roots = []
+    for name in ("a", "b"):
+        base = tmp_path / "rand" / name
         small_corpus(base)
         for i in range(6):
             write(base, f"serie/teil{i}.md", f"# Teil {i}\n\nInhalt {i} über Bergtouren.\n")
-    crashed = make_root(user, nova, crashed_dir)
-    clean = make_root(user, nova, clean_dir)
+        roots.append(make_root(user, nova, base))
+    return roots[0], roots[1]
+
+
+def test_crash_in_the_middle_then_rerun_equals_one_clean_run(
+    tmp_path: Path, user: User, nova: Character, settings: Any
+) -> None:
+    crashed, clean = _two_equal_trees(tmp_path, user, nova)
+    # Learning batches of four files: the run dies once the first batch is committed.
+    settings.FILES_LEARN_BATCH_FILES = 4
     WRITES["n"] = 0
     settings.FILES_TEST_HOOK = "files.tests.test_watcher:die_after_four_writes"
     with pytest.raises(Killed):
         index_root_run(root_id=crashed.pk)
     assert IndexEntry.objects.filter(root=crashed).count() == 4  # whole files only
     settings.FILES_TEST_HOOK = ""
+    rerun = index_root_run(root_id=crashed.pk)
+    assert rerun.counts["new"] == 6 and rerun.counts["unchanged"] == 4
+    index_root_run(root_id=clean.pk)
+    assert index_snapshot(crashed) == index_snapshot(clean)
+
+
+def test_a_crash_inside_a_batch_write_leaves_none_of_that_batch(
+    tmp_path: Path, user: User, nova: Character, settings: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A batch of files is one transaction: dying between its entry rows and its block rows
+    leaves no entry without blocks, only the batches committed before."""
+    crashed, clean = _two_equal_trees(tmp_path, user, nova)
+    settings.FILES_LEARN_BATCH_FILES = 4
+    real = IndexBlock.objects.bulk_create
+    batches = {"n": 0}
+
+    def dies_in_the_second_batch(objs: Any, *args: Any, **kwargs: Any) -> Any:
+        batches["n"] += 1
+        if batches["n"] == 2:
+            raise Killed
+        return real(objs, *args, **kwargs)
+
+    monkeypatch.setattr(IndexBlock.objects, "bulk_create", dies_in_the_second_batch)
+    with pytest.raises(Killed):
+        index_root_run(root_id=crashed.pk)
+    learned = IndexEntry.objects.filter(root=crashed)
+    assert learned.count() == 4
+    assert all(e.blocks.count() == len(e.block_map) for e in learned)
+    monkeypatch.setattr(IndexBlock.objects, "bulk_create", real)
     rerun = index_root_run(root_id=crashed.pk)
     assert rerun.counts["new"] == 6 and rerun.counts["unchanged"] == 4
     index_root_run(root_id=clean.pk)

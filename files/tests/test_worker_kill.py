@@ -1,6 +1,7 @@
 """SIGKILL a real Celery worker in the middle of an index run; the rerun loses and duplicates
-nothing (acks_late + reject_on_worker_lost, one commit per file, advisory lock per root), and a
-run whose worker died outright is found by its stopped heartbeat and requeued (issue 10)."""
+nothing (acks_late + reject_on_worker_lost, one commit per learning batch, advisory lock per
+root), and a run whose worker died outright is found by its stopped heartbeat and requeued
+(issue 10)."""
 
 from __future__ import annotations
 
@@ -35,6 +36,8 @@ def _slow_env() -> dict[str, str]:
     return processes.process_env(
         NOVABERG_FILES_TEST_HOOK="files.tests.hooks:slow_files",
         NOVABERG_FILES_TEST_HOOK_DELAY_S="0.25",
+        # One file per learning batch, so files commit one by one while the run goes on.
+        NOVABERG_FILES_LEARN_BATCH_FILES="1",
     )
 
 

@@ -75,9 +75,6 @@ ROWS_BY_PATH_SQL = (
     f"SELECT {_KNOWN_COLUMNS} FROM files_indexentry WHERE root_id = %s AND rel_path = ANY(%s)"
 )
 ROWS_BY_PATH_BATCH = 5000
-# New/changed files learned together: one embedding call for their topics and blocks. Each
-# file still commits on its own; a kill loses at most the files of the batch not yet written.
-LEARN_BATCH_FILES = 32
 
 ProgressFn = Callable[[int, int], None]
 
@@ -339,7 +336,7 @@ class _Run:
                 logger.exception("watcher: unexpected failure on %s", rel_path)
                 self.present.add(rel_path)
                 self.error("unerwartet", rel_path, f"{type(exc).__name__}: {exc}")
-            if len(self.pending) >= LEARN_BATCH_FILES:
+            if len(self.pending) >= settings.FILES_LEARN_BATCH_FILES:
                 self.learn_pending()
             hook(AFTER_FILE)
             self.progress(done - len(self.pending), total)
