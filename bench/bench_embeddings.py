@@ -182,6 +182,10 @@ def main() -> None:
             f"| {q['fusion'][0]:.3f} | {q['fusion'][1]:.3f} | {q['fusion'][2]}/{q['fusion'][3]} |"
         ]
 
+    # The 5 ms half is judged on a quiet machine only (load average below 1); the ratio
+    # holds in any run. One verdict for the table and the summary's figure.
+    quiet_met = p50["ONNX"] <= 5.0 if load < 1.0 else None
+    quiet_verdict = {True: "met", False: "NOT met", None: "not judged (not quiet)"}[quiet_met]
     table = "\n".join(
         [
             "### Embeddings: PyTorch and ONNX Runtime (int8) in the same run",
@@ -199,8 +203,7 @@ def main() -> None:
             f"| ONNX Runtime, int8 | {p50['ONNX']:.2f} | {p95['ONNX']:.2f} | {ratio:.2f} |",
             "",
             f"Targets: ratio ≤ 0.5 — {'met' if ratio <= 0.5 else 'NOT met'}; ≤ 5 ms p50 on a "
-            f"quiet machine — {'met' if p50['ONNX'] <= 5 else 'NOT met'} "
-            f"({p50['ONNX']:.2f} ms at load {load:.1f}).",
+            f"quiet machine — {quiet_verdict} ({p50['ONNX']:.2f} ms at load {load:.1f}).",
             "",
             "Quality on the labelled set (bench/retrieval_set.json over bench/corpus/), each "
             "runtime indexing the corpus itself through the watcher; floor calibrated on the "
@@ -233,8 +236,7 @@ def main() -> None:
                 f"average {load:.1f}",
                 "ratio": round(ratio, 3),
                 "target": "≤ 0.5 × PyTorch and ≤ 5 ms p50 quiet",
-                # The 5 ms half is judged on a quiet machine only; the ratio holds in any run.
-                "met": ratio <= 0.5 and (p50["ONNX"] <= 5.0 if load < 1.0 else None),
+                "met": ratio <= 0.5 and quiet_met,
             }
         ],
     )
