@@ -55,6 +55,8 @@ FILE_HEADING_TERMS = 32
 ARCHIVE_SEGMENTS = {"archive", "archiv"}
 # Rows per INSERT of one batch's write (a batch of files can hold thousands of blocks).
 WRITE_BATCH_ROWS = 1000
+WRITE_NOT_VERIFIED = "Die Indexzeile ließ sich nach dem Schreiben nicht bestätigen."
+WRITE_FAILED = "Die Indexzeile ließ sich nicht speichern."
 
 logger = logging.getLogger(__name__)
 
@@ -492,27 +494,15 @@ def _write_each(batch: Sequence[_Prepared]) -> list[int | RefreshResult]:
     for p in batch:
         try:
             out.append(_write([p])[0])
+            continue
         except _NotVerified:
-            out.append(
-                RefreshResult(
-                    p.item.rel_path,
-                    RefreshStatus.FAILED,
-                    step="nicht_verifiziert",
-                    message="Die Indexzeile ließ sich nach dem Schreiben nicht bestätigen.",
-                )
-            )
+            step, message = "nicht_verifiziert", WRITE_NOT_VERIFIED
         except DatabaseError as exc:
             logger.warning(
                 "indexing: %s not written: %s", p.item.rel_path, exc, extra={"outcome": "schreiben"}
             )
-            out.append(
-                RefreshResult(
-                    p.item.rel_path,
-                    RefreshStatus.FAILED,
-                    step="schreiben",
-                    message="Die Indexzeile ließ sich nicht speichern.",
-                )
-            )
+            step, message = "schreiben", WRITE_FAILED
+        out.append(RefreshResult(p.item.rel_path, RefreshStatus.FAILED, step=step, message=message))
     return out
 
 
