@@ -6,7 +6,6 @@ The turn runs in a worker thread with its own DB connection, so these tests need
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -14,12 +13,16 @@ from asgiref.sync import sync_to_async
 from channels.routing import URLRouter
 from channels.testing import WebsocketCommunicator
 
-from conversation.models import Character, Session, Turn
+from conversation.models import Session, Turn
 from conversation.routing import websocket_urlpatterns
-from tests.factories import SessionFactory, UserFactory
+from tests.factories import UserFactory
 from tests.fakes.openai_server import FakeOpenAI
 
-pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.asyncio]
+pytestmark = [
+    pytest.mark.django_db(transaction=True),
+    pytest.mark.asyncio,
+    pytest.mark.usefixtures("fresh_channel_layer"),
+]
 
 # channels' stubs ask for their private URL pattern type; Django's path() gives URLPattern.
 APP = URLRouter(websocket_urlpatterns)  # type: ignore[arg-type]
@@ -47,26 +50,6 @@ def _model_loaded() -> None:
     from novaberg import embeddings
 
     embeddings.warm_up()
-
-
-@pytest.fixture(autouse=True)
-def _fresh_channel_layer() -> Iterator[None]:
-    # Each async test has its own event loop; the Redis layer's locks belong to one loop.
-    from channels.layers import channel_layers
-
-    channel_layers.backends.clear()
-    yield
-    channel_layers.backends.clear()
-
-
-@pytest.fixture
-def pair() -> tuple[Any, Session]:
-    # transactional_db flushes the data migration's Nova row between tests.
-    nova, _ = Character.objects.get_or_create(
-        name="Nova", defaults={"identity": "Eine neugierige, warme Begleiterin."}
-    )
-    user = UserFactory.create(username="anna")
-    return user, SessionFactory.create(user=user, character=nova)
 
 
 async def test_websocket_without_login_is_closed(pair: tuple[Any, Session]) -> None:

@@ -10,7 +10,6 @@ side of the real Redis layer: the event is never sent, exactly what the person w
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -21,11 +20,14 @@ from channels.testing import WebsocketCommunicator
 from django.db import connections
 
 from conversation import consumers
-from conversation.models import Character, Session, Turn
+from conversation.models import Session, Turn
 from conversation.routing import websocket_urlpatterns
-from tests.factories import SessionFactory, UserFactory
 
-pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.asyncio]
+pytestmark = [
+    pytest.mark.django_db(transaction=True),
+    pytest.mark.asyncio,
+    pytest.mark.usefixtures("fresh_channel_layer"),
+]
 
 APP = URLRouter(websocket_urlpatterns)  # type: ignore[arg-type]
 GRACE_S = 0.5
@@ -55,22 +57,8 @@ def _model_loaded() -> None:
 
 
 @pytest.fixture(autouse=True)
-def _fresh_channel_layer(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    from channels.layers import channel_layers
-
+def _short_grace(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(consumers, "DONE_GRACE_S", GRACE_S)
-    channel_layers.backends.clear()
-    yield
-    channel_layers.backends.clear()
-
-
-@pytest.fixture
-def pair() -> tuple[Any, Session]:
-    nova, _ = Character.objects.get_or_create(
-        name="Nova", defaults={"identity": "Eine neugierige, warme Begleiterin."}
-    )
-    user = UserFactory.create(username="anna")
-    return user, SessionFactory.create(user=user, character=nova)
 
 
 async def frames_of_turn(comm: WebsocketCommunicator, quiet_s: float) -> list[dict[str, Any]]:

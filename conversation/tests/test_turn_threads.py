@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -20,32 +19,17 @@ from channels.testing import WebsocketCommunicator
 from django.db import connections
 
 from conversation import consumers
-from conversation.models import Character, Session
+from conversation.models import Session
 from conversation.routing import websocket_urlpatterns
-from tests.factories import SessionFactory, UserFactory
 
-pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.asyncio]
+pytestmark = [
+    pytest.mark.django_db(transaction=True),
+    pytest.mark.asyncio,
+    pytest.mark.usefixtures("fresh_channel_layer"),
+]
 
 APP = URLRouter(websocket_urlpatterns)  # type: ignore[arg-type]
 SOCKETS = 10
-
-
-@pytest.fixture(autouse=True)
-def _fresh_channel_layer() -> Iterator[None]:
-    from channels.layers import channel_layers
-
-    channel_layers.backends.clear()
-    yield
-    channel_layers.backends.clear()
-
-
-@pytest.fixture
-def pair() -> tuple[Any, Session]:
-    nova, _ = Character.objects.get_or_create(
-        name="Nova", defaults={"identity": "Eine neugierige, warme Begleiterin."}
-    )
-    user = UserFactory.create(username="anna")
-    return user, SessionFactory.create(user=user, character=nova)
 
 
 async def test_ten_turns_wait_for_the_model_at_the_same_time(
