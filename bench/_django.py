@@ -170,13 +170,25 @@ def _ensure_services(*, redis: bool) -> None:
 def machine() -> str:
     """One line naming the machine, for the README's performance table."""
     cpu = platform.processor() or platform.machine()
+    flags: set[str] = set()
     try:
         for line in Path("/proc/cpuinfo").read_text().splitlines():
             if line.startswith("model name"):
                 cpu = line.split(":", 1)[1].strip()
+            elif line.startswith("flags"):
+                flags = set(line.split(":", 1)[1].split())
                 break
     except OSError:
         pass
+    # The widest vector units: what int8 inference (ONNX Runtime) and hashing run on. Two
+    # machines of the same name can differ here, and int8 gains most with VNNI.
+    simd = [
+        label
+        for label, flag in (("AVX2", "avx2"), ("AVX-512", "avx512f"), ("VNNI", "avx512_vnni"))
+        if flag in flags
+    ]
+    if simd:
+        cpu = f"{cpu} ({', '.join(simd)})"
     load = ""
     try:
         load = f", load {os.getloadavg()[0]:.1f}"
