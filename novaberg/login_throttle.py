@@ -4,8 +4,11 @@ The counts live in the default cache (Redis, ``settings.CACHES``), so every daph
 the same numbers; ``cache.incr`` is atomic there. Only failures count: a person who logs in is
 never slowed down. After too many failures in the window, every further try from that address
 or for that name is refused — with the right password too, else the limit would not stop
-guessing — until the window ends. The limits are DRF rates (``REST_FRAMEWORK``
-``DEFAULT_THROTTLE_RATES``: ``anmeldung_adresse`` and ``anmeldung_name``, "N/hour" and the like).
+guessing — until the window ends. A window starts with its first failure (not at the top of
+the clock's hour): three failures at 15:59 lock the name until 16:59, not for the 60 seconds
+left to 16:00, and no boundary lets twice the allowed guesses through. The limits are DRF
+rates (``REST_FRAMEWORK`` ``DEFAULT_THROTTLE_RATES``: ``anmeldung_adresse`` and
+``anmeldung_name``, "N/hour" and the like).
 
 The address is ``REMOTE_ADDR``. ``X-Forwarded-For`` is read only when ``NUM_PROXIES`` says how
 many proxies stand in front (DRF's rule); trusted blindly, it would let a client pick a fresh
@@ -93,11 +96,12 @@ def parse_rate(scope: str, rate: str) -> tuple[int, int]:
     return int(match.group(1)), max(1, periods) * _UNIT_S[match.group(3)]
 
 
-def _key(scope: str, ident: str, window: int, now: float) -> tuple[str, float]:
-    """The counter of the current fixed window and the second it ends."""
-    slot = int(now // window)
+def _keys(scope: str, ident: str, window: int) -> tuple[str, str]:
+    """The failure counter of an identity's window and the second that window started; both
+    are made by its first failure and expire together at its end."""
     digest = hashlib.sha256(ident.encode("utf-8", "surrogatepass")).hexdigest()[:32]
-    return f"{_KEY_PREFIX}:{scope}:{digest}:{window}:{slot}", (slot + 1) * window
+    base = f"{_KEY_PREFIX}:{scope}:{digest}:{window}"
+    return f"{base}:n", f"{base}:start"
 
 
 def wait_seconds(attempt: Attempt) -> float | None:
@@ -105,31 +109,35 @@ def wait_seconds(attempt: Attempt) -> float | None:
     now = time.time()
     waits = []
     for scope, ident, allowed, window in _limits(attempt):
-        key, ends = _key(scope, ident, window, now)
-        if int(cache.get(key) or 0) >= allowed:
-            waits.append(ends - now)
+        count_key, start_key = _keys(scope, ident, window)
+        stored = cache.get_many([count_key, start_key])
+        if int(stored.get(count_key) or 0) >= allowed:
+            # No start (it expired a moment before the counter): a whole window, to be safe.
+            ends = float(stored.get(start_key) or now) + window
+            if ends > now:  # else the window is over and its keys are about to expire
+                waits.append(max(1.0, ends - now))
     return max(waits) if waits else None
 
 
 def record_failure(attempt: Attempt) -> None:
     now = time.time()
     for scope, ident, _allowed, window in _limits(attempt):
-        key, _ends = _key(scope, ident, window, now)
-        # add() is a no-op when the counter exists; incr() is atomic in Redis.
-        cache.add(key, 0, timeout=window + 5)
+        count_key, start_key = _keys(scope, ident, window)
+        # add() is a no-op when the key exists (the window runs on); incr() is atomic in Redis.
+        cache.add(start_key, now, timeout=window)
+        cache.add(count_key, 0, timeout=window)
         try:
-            cache.incr(key)
-        except ValueError:  # expired between add() and incr(): start again
-            cache.add(key, 1, timeout=window + 5)
+            cache.incr(count_key)
+        except ValueError:  # expired between add() and incr(): a new window
+            cache.add(count_key, 1, timeout=window)
 
 
 def forget(attempt: Attempt, *, address: bool = False) -> None:
     """A login succeeded: the name's failures are forgiven (the address's only if asked)."""
-    now = time.time()
     for scope, ident, _allowed, window in _limits(attempt):
         if scope == ADDRESS_SCOPE and not address:
             continue
-        cache.delete(_key(scope, ident, window, now)[0])
+        cache.delete_many(list(_keys(scope, ident, window)))
 
 
 class LoginThrottle(BaseThrottle):

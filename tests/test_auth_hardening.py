@@ -7,6 +7,8 @@ never reach another; the limits are lowered per test through the ``settings`` fi
 from __future__ import annotations
 
 import io
+import time
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -58,10 +60,32 @@ def test_the_token_api_refuses_a_name_after_three_failures_even_with_the_right_p
     assert refused.status_code == 429
     assert refused.json()["detail"].startswith(TOO_MANY)
     assert refused.json()["detail"].endswith("Minuten erneut versuchen.")
-    assert int(refused["Retry-After"]) > 0
+    # The hour runs from the first failure, whatever the clock says.
+    assert 3600 - 120 <= int(refused["Retry-After"]) <= 3600
     # Another name from the same addresses is not locked out.
     _person("ulla")
     assert _token("ulla", PASSWORD, "10.0.1.1").status_code == 200
+
+
+def test_failures_just_before_the_full_hour_still_lock_the_name_for_an_hour(
+    low_limits: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The window starts at the first failure: three guesses at 15:59:55 are not forgiven at
+    16:00 (a window of the clock's hour would let three more through right away)."""
+    _person("trude")
+    top_of_next_hour = (int(time.time()) // 3600 + 1) * 3600
+    clock = [top_of_next_hour - 5.0]
+    monkeypatch.setattr(login_throttle, "time", SimpleNamespace(time=lambda: clock[0]))
+    for _ in range(3):
+        assert _token("trude", "falsch", "10.0.1.5").status_code == 400
+
+    clock[0] = top_of_next_hour + 10.0
+    refused = _token("trude", PASSWORD, "10.0.1.6")
+    assert refused.status_code == 429
+    assert refused.json()["detail"] == f"{TOO_MANY} 60 Minuten erneut versuchen."
+
+    clock[0] = top_of_next_hour - 5.0 + 3600 + 1  # the hour since the first failure is over
+    assert _token("trude", PASSWORD, "10.0.1.6").status_code == 200
 
 
 def test_the_token_api_refuses_an_address_that_tries_many_names(low_limits: None) -> None:
