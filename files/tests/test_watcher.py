@@ -228,6 +228,16 @@ def _two_equal_trees(tmp_path: Path, user: User, nova: Character) -> tuple[FileR
     return roots[0], roots[1]
 
 
+def _rerun_equals_one_clean_run(crashed: FileRoot, clean: FileRoot) -> None:
+    """After a crash that left the first four files learned: the rerun learns the other six,
+    and the crashed root's index equals one clean run's over the same tree."""
+    rerun = index_root_run(root_id=crashed.pk)
+    assert rerun.counts["new"] == 6 and rerun.counts["unchanged"] == 4
+    index_root_run(root_id=clean.pk)
+    assert index_snapshot(crashed) == index_snapshot(clean)
+    assert IndexEntry.objects.filter(root=crashed).count() == 10
+
+
 def test_crash_in_the_middle_then_rerun_equals_one_clean_run(
     tmp_path: Path, user: User, nova: Character, settings: Any
 ) -> None:
@@ -240,10 +250,7 @@ def test_crash_in_the_middle_then_rerun_equals_one_clean_run(
         index_root_run(root_id=crashed.pk)
     assert IndexEntry.objects.filter(root=crashed).count() == 4  # whole files only
     settings.FILES_TEST_HOOK = ""
-    rerun = index_root_run(root_id=crashed.pk)
-    assert rerun.counts["new"] == 6 and rerun.counts["unchanged"] == 4
-    index_root_run(root_id=clean.pk)
-    assert index_snapshot(crashed) == index_snapshot(clean)
+    _rerun_equals_one_clean_run(crashed, clean)
 
 
 def test_a_crash_inside_a_batch_write_leaves_none_of_that_batch(
@@ -269,11 +276,7 @@ def test_a_crash_inside_a_batch_write_leaves_none_of_that_batch(
     assert learned.count() == 4
     assert all(e.blocks.count() == len(e.block_map) for e in learned)
     monkeypatch.setattr(IndexBlock.objects, "bulk_create", real)
-    rerun = index_root_run(root_id=crashed.pk)
-    assert rerun.counts["new"] == 6 and rerun.counts["unchanged"] == 4
-    index_root_run(root_id=clean.pk)
-    assert index_snapshot(crashed) == index_snapshot(clean)
-    assert IndexEntry.objects.filter(root=crashed).count() == 10
+    _rerun_equals_one_clean_run(crashed, clean)
 
 
 def test_two_runs_at_once_cannot_double_index(root: FileRoot) -> None:
