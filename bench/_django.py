@@ -36,6 +36,7 @@ RESULTS_DIR = BASE_DIR / "bench" / "results"
 OUTPUT_PATHS = ("bench/results/", "README.md")
 
 _leased = False
+_server_url = ""
 
 
 def setup(*, redis: bool = False) -> None:
@@ -127,11 +128,9 @@ def _on_signal(signum: int, _frame: FrameType | None) -> None:
 
 def _ensure_services(*, redis: bool) -> None:
     """Find or start what the benchmark needs, under a lease (see above)."""
-    import psycopg
-
     from novaberg import embedded
 
-    global _leased
+    global _leased, _server_url
     atexit.register(_release)
     signal.signal(signal.SIGTERM, _on_signal)
     url = os.environ.get("DATABASE_URL", "").strip()
@@ -150,9 +149,16 @@ def _ensure_services(*, redis: bool) -> None:
                 (folder / "redis.started").write_text(str(os.getpid()))
                 shown = re.sub(r"//:[^@]*@", "//:***@", rstate.url)  # never print the password
                 print(f"[bench] Redis (eingebettet) gestartet: {shown}")
-    import dj_database_url
+    _server_url = url
+    ensure_database(BENCH_DB)
 
-    params = dj_database_url.parse(url)
+
+def ensure_database(name: str) -> None:
+    """Create the database ``name`` on the benchmarks' server unless it exists."""
+    import dj_database_url
+    import psycopg
+
+    params = dj_database_url.parse(server_url())
     conninfo: dict[str, Any] = {
         "dbname": "postgres",
         "user": params.get("USER") or "postgres",
@@ -163,8 +169,15 @@ def _ensure_services(*, redis: bool) -> None:
     }
     kwargs = {k: v for k, v in conninfo.items() if v}
     with psycopg.connect(autocommit=True, **kwargs) as conn:
-        if not conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", [BENCH_DB]).fetchone():
-            conn.execute(f'CREATE DATABASE "{BENCH_DB}"')
+        if not conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", [name]).fetchone():
+            conn.execute(f'CREATE DATABASE "{name}"')
+
+
+def server_url() -> str:
+    """The URL of the PostgreSQL server the benchmarks use (``DATABASE_URL`` or the embedded
+    one ``setup`` found or started); the database is chosen by ``NOVABERG_DATABASE_NAME``."""
+    assert _server_url, "setup() first"
+    return _server_url
 
 
 def machine() -> str:
