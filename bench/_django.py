@@ -180,6 +180,22 @@ def server_url() -> str:
     return _server_url
 
 
+def settle(*, below: float = 1.0, max_wait_s: float = 150.0) -> float:
+    """Wait until the 1-minute load average is below ``below`` (a benchmark before this one
+    leaves it high for a minute or two), at most ``max_wait_s``; returns the load then. For a
+    figure that is only judged on a quiet machine."""
+    import time
+
+    deadline = time.monotonic() + max_wait_s
+    load = os.getloadavg()[0]
+    if load >= below:
+        print(f"[bench] waiting for a quiet machine (load {load:.1f})", flush=True)
+    while load >= below and time.monotonic() < deadline:
+        time.sleep(5)
+        load = os.getloadavg()[0]
+    return load
+
+
 def machine() -> str:
     """One line naming the machine, for the README's performance table."""
     cpu = platform.processor() or platform.machine()

@@ -154,6 +154,8 @@ def main() -> None:
             started = time.perf_counter()
             embeddings.warm_up()
             load_s[name] = time.perf_counter() - started
+    # The 5 ms half is judged on a quiet machine only: the load when the turn texts start.
+    quiet_load = _django.settle()
     samples = turn_latency()
     p50 = {k: statistics.median(v) for k, v in samples.items()}
     p95 = {k: pct(v, 95) for k, v in samples.items()}
@@ -182,15 +184,16 @@ def main() -> None:
             f"| {q['fusion'][0]:.3f} | {q['fusion'][1]:.3f} | {q['fusion'][2]}/{q['fusion'][3]} |"
         ]
 
-    # The 5 ms half is judged on a quiet machine only (load average below 1); the ratio
-    # holds in any run. One verdict for the table and the summary's figure.
-    quiet_met = p50["ONNX"] <= 5.0 if load < 1.0 else None
+    # The 5 ms half is judged on a quiet machine only (load average below 1 when the turn
+    # texts started); the ratio holds in any run. One verdict for the table and the summary.
+    quiet_met = p50["ONNX"] <= 5.0 if quiet_load < 1.0 else None
     quiet_verdict = {True: "met", False: "NOT met", None: "not judged (not quiet)"}[quiet_met]
     table = "\n".join(
         [
             "### Embeddings: PyTorch and ONNX Runtime (int8) in the same run",
             "",
-            f"Packaged all-MiniLM-L6-v2 on CPU; load average at the end {load:.1f}. Turn text: "
+            f"Packaged all-MiniLM-L6-v2 on CPU; load average {quiet_load:.1f} when the turn "
+            f"texts started, {load:.1f} at the end. Turn text: "
             f"one German question through `novaberg.embeddings.embed_one`, {N_TURN} calls per "
             f"runtime interleaved in {ROUNDS} rounds after warm-up. Model load (first use in "
             f"this process, export excluded when cached): PyTorch {load_s['PyTorch']:.1f} s, "
@@ -203,7 +206,8 @@ def main() -> None:
             f"| ONNX Runtime, int8 | {p50['ONNX']:.2f} | {p95['ONNX']:.2f} | {ratio:.2f} |",
             "",
             f"Targets: ratio ≤ 0.5 — {'met' if ratio <= 0.5 else 'NOT met'}; ≤ 5 ms p50 on a "
-            f"quiet machine — {quiet_verdict} ({p50['ONNX']:.2f} ms at load {load:.1f}).",
+            f"quiet machine — {quiet_verdict} ({p50['ONNX']:.2f} ms, load {quiet_load:.1f} at "
+            "the start).",
             "",
             "Quality on the labelled set (bench/retrieval_set.json over bench/corpus/), each "
             "runtime indexing the corpus itself through the watcher; floor calibrated on the "
@@ -233,7 +237,7 @@ def main() -> None:
                 "unit": "ms p50",
                 "limit": round(p50["PyTorch"], 3),
                 "limit_label": f"PyTorch (sentence-transformers) p50 in the same run, load "
-                f"average {load:.1f}",
+                f"average {quiet_load:.1f} at the start",
                 "ratio": round(ratio, 3),
                 "target": "≤ 0.5 × PyTorch and ≤ 5 ms p50 quiet",
                 "met": ratio <= 0.5 and quiet_met,

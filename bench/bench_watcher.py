@@ -192,11 +192,11 @@ class BeforeCode:
 
     def _answer(self) -> dict[str, object]:
         assert self.proc is not None and self.proc.stdout is not None
-        line = self.proc.stdout.readline()
-        if not line:
-            return {"error": f"child ended, exit status {self.proc.wait()}"}
-        answer: dict[str, object] = json.loads(line)
-        return answer
+        for line in self.proc.stdout:
+            if line.startswith("{"):  # the answer; anything else the old code printed is not
+                answer: dict[str, object] = json.loads(line)
+                return answer
+        return {"error": f"child ended, exit status {self.proc.wait()}"}
 
     def index(self, folder: Path, files: int) -> dict[str, float]:
         """Index ``folder`` as a new root with the old code; its seconds and embedding."""
