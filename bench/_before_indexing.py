@@ -2,7 +2,8 @@
 child process on that commit's own tree (``git archive``), never imported by the product.
 
 ``python bench/_before_indexing.py CODE_DIR`` puts CODE_DIR (the old tree) first on the path,
-so every module it imports is the old code's; the database is the one named by
+so every module of the product it imports is the old code's (this folder follows it, for the
+standard-library helper ``_tally``); the database is the one named by
 ``DATABASE_URL`` + ``NOVABERG_DATABASE_NAME`` (a database of its own, migrated here by the old
 code's migrations). Then it reads folder paths from stdin, one per line, indexes each as a
 new root with the old ``index_root_run`` and answers one JSON line per folder: seconds, the
@@ -23,7 +24,8 @@ from pathlib import Path
 def main() -> None:
     code_dir = Path(sys.argv[1]).resolve()
     here = str(Path(__file__).resolve().parent)
-    sys.path[:] = [str(code_dir)] + [p for p in sys.path if p not in ("", here)]
+    # The old tree first, then this folder (bench helpers only, no package of the product).
+    sys.path[:] = [str(code_dir), here] + [p for p in sys.path if p not in ("", here)]
     os.chdir(code_dir)
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "novaberg.settings")
     import django
@@ -33,6 +35,7 @@ def main() -> None:
 
     call_command("migrate", verbosity=0, interactive=False)
 
+    from _tally import EmbedTally
     from django.contrib.auth import get_user_model
 
     import files.indexing as indexing
@@ -42,17 +45,8 @@ def main() -> None:
     from novaberg.embeddings import warm_up
 
     assert Path(indexing.__file__).resolve().is_relative_to(code_dir), indexing.__file__
-    real_embed = indexing.embed
-    counted = {"texts": 0, "embed_seconds": 0.0}
-
-    def counting_embed(texts: list[str]) -> list[list[float]]:
-        started = time.perf_counter()
-        out = real_embed(texts)
-        counted["embed_seconds"] += time.perf_counter() - started
-        counted["texts"] += len(texts)
-        return out
-
-    indexing.embed = counting_embed  # type: ignore[attr-defined]
+    tally = EmbedTally(indexing.embed)
+    indexing.embed = tally  # type: ignore[attr-defined]
     user, _ = get_user_model().objects.get_or_create(username="bench-watcher-before")
     nova = character_default()
     FileRoot.objects.filter(user=user).delete()
@@ -65,14 +59,14 @@ def main() -> None:
         root = FileRoot.objects.create(
             user=user, character=nova, path=folder, eigentum="nutzer", state="aktiv"
         )
-        counted.update(texts=0, embed_seconds=0.0)
+        tally.reset()
         started = time.perf_counter()
         report = index_root_run(root_id=root.pk)
         seconds = time.perf_counter() - started
         answer = {
             "seconds": seconds,
-            "texts": counted["texts"],
-            "embed_seconds": counted["embed_seconds"],
+            "texts": tally.texts,
+            "embed_seconds": tally.seconds,
             "outcome": report.outcome,
             "new": report.counts.get("new", 0),
         }

@@ -22,6 +22,7 @@ import re
 import signal
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from functools import cache
@@ -184,8 +185,6 @@ def settle(*, below: float = 1.0, max_wait_s: float = 150.0) -> float:
     """Wait until the 1-minute load average is below ``below`` (a benchmark before this one
     leaves it high for a minute or two), at most ``max_wait_s``; returns the load then. For a
     figure that is only judged on a quiet machine."""
-    import time
-
     deadline = time.monotonic() + max_wait_s
     load = os.getloadavg()[0]
     if load >= below:

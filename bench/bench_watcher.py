@@ -39,6 +39,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench import _django  # noqa: E402
+from bench._tally import EmbedTally  # noqa: E402
 
 MIN_SIZE = 4 * 1024
 MAX_SIZE = 64 * 1024
@@ -301,14 +302,7 @@ def main() -> None:
         for backend in RUNTIMES.values():
             with override_settings(EMBEDDINGS_BACKEND=backend):
                 warm_up()  # model load is not indexing throughput
-        embedded = {"texts": 0, "seconds": 0.0}
-
-        def counting_embed(texts: list[str]) -> list[list[float]]:
-            t0 = time.perf_counter()
-            out = real_embed(texts)
-            embedded["seconds"] += time.perf_counter() - t0
-            embedded["texts"] += len(texts)
-            return out
+        tally = EmbedTally(real_embed)
 
         # Wherever the product's indexing path binds ``embed`` (the watcher run, the one
         # indexing service files/indexing.py once it exists), count through it.
@@ -320,7 +314,7 @@ def main() -> None:
             except ImportError:
                 continue
             if hasattr(module, "embed"):
-                module.embed = counting_embed
+                module.embed = tally
         before = BeforeCode(tmp)
         index_samples: dict[str, list[dict[str, float]]] = {
             k: [] for k in (BEFORE, *INDEX_VARIANTS)
@@ -342,19 +336,19 @@ def main() -> None:
                         eigentum="nutzer",
                         state="aktiv",
                     )
-                    embedded.update(texts=0, seconds=0.0)
+                    tally.reset()
                     with override_settings(EMBEDDINGS_BACKEND=backend):
                         started = time.perf_counter()
                         report = index_root_run(root_id=root2.pk)
                         index_seconds = time.perf_counter() - started
-                    assert embedded["texts"] > 0, "the indexing path embedded nothing"
+                    assert tally.texts > 0, "the indexing path embedded nothing"
                     assert report.outcome == "fertig", report.as_json()
                     assert report.counts["new"] == index_n, report.counts
                     index_samples[name].append(
                         {
                             "seconds": index_seconds,
-                            "texts": embedded["texts"],
-                            "embed_seconds": embedded["seconds"],
+                            "texts": tally.texts,
+                            "embed_seconds": tally.seconds,
                         }
                     )
                     FileRoot.objects.filter(pk=root2.pk).delete()
