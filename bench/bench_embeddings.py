@@ -192,8 +192,8 @@ def main() -> None:
         [
             "### Embeddings: PyTorch and ONNX Runtime (int8) in the same run",
             "",
-            f"Packaged all-MiniLM-L6-v2 on CPU; load average {quiet_load:.1f} when the turn "
-            f"texts started, {load:.1f} at the end. Turn text: "
+            f"Packaged all-MiniLM-L6-v2 on CPU; load average {quiet_load:.2f} when the turn "
+            f"texts started, {load:.2f} at the end. Turn text: "
             f"one German question through `novaberg.embeddings.embed_one`, {N_TURN} calls per "
             f"runtime interleaved in {ROUNDS} rounds after warm-up. Model load (first use in "
             f"this process, export excluded when cached): PyTorch {load_s['PyTorch']:.1f} s, "
@@ -206,7 +206,7 @@ def main() -> None:
             f"| ONNX Runtime, int8 | {p50['ONNX']:.2f} | {p95['ONNX']:.2f} | {ratio:.2f} |",
             "",
             f"Targets: ratio ≤ 0.5 — {'met' if ratio <= 0.5 else 'NOT met'}; ≤ 5 ms p50 on a "
-            f"quiet machine — {quiet_verdict} ({p50['ONNX']:.2f} ms, load {quiet_load:.1f} at "
+            f"quiet machine — {quiet_verdict} ({p50['ONNX']:.2f} ms, load {quiet_load:.2f} at "
             "the start).",
             "",
             "Quality on the labelled set (bench/retrieval_set.json over bench/corpus/), each "
@@ -237,7 +237,7 @@ def main() -> None:
                 "unit": "ms p50",
                 "limit": round(p50["PyTorch"], 3),
                 "limit_label": f"PyTorch (sentence-transformers) p50 in the same run, load "
-                f"average {quiet_load:.1f} at the start",
+                f"average {quiet_load:.2f} at the start",
                 "ratio": round(ratio, 3),
                 "target": "≤ 0.5 × PyTorch and ≤ 5 ms p50 quiet",
                 "met": ratio <= 0.5 and quiet_met,
