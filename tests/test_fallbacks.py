@@ -17,6 +17,7 @@ from conversation.pipeline.offline import OFFLINE_NO_CONTENT
 from directives.models import Directive
 from directives.tests.helpers import is_classify, say
 from novaberg.llm import LLMFailure
+from tests.chat_requests import is_composer, is_responder, is_router, is_vector, system_prompt
 from tests.fakes.openai_server import FakeOpenAI, closed_port_url
 
 pytestmark = pytest.mark.django_db
@@ -33,26 +34,6 @@ FAILURES = [
     pytest.param({"text": ""}, "leer", id="empty"),
     pytest.param({"status": 500}, "http_fehler", id="http-500"),
 ]
-
-
-def _system(body: dict[str, Any]) -> str:
-    return str((body.get("messages") or [{}])[0].get("content") or "")
-
-
-def is_router(body: dict[str, Any]) -> bool:
-    return _system(body).startswith("[ROUTER]")
-
-
-def is_vector(body: dict[str, Any]) -> bool:
-    return _system(body).startswith("[GESPRAECHSVEKTOR-ANALYSE]")
-
-
-def is_composer(body: dict[str, Any]) -> bool:
-    return _system(body).startswith("[VERFASSER]")
-
-
-def is_responder(body: dict[str, Any]) -> bool:
-    return _system(body).startswith("[IDENTITAET]")
 
 
 def logs(turn_id: int) -> dict[str, PipelineLog]:
@@ -207,7 +188,7 @@ def test_composer_falls_back_to_offline_content_and_the_responder_voices_it(
     # Composer before responder: the responder was given the offline content.
     responder = [r for r in fake_llm.chat_requests() if is_responder(r)]
     assert len(responder) == 1
-    assert OFFLINE_NO_CONTENT in _system(responder[0])
+    assert OFFLINE_NO_CONTENT in system_prompt(responder[0])
     assert Turn.objects.get(pk=answer["turn_id"]).composer_text == OFFLINE_NO_CONTENT
 
 
@@ -286,7 +267,7 @@ def test_model_timed_out_earlier_in_the_turn_the_tribunal_does_not_wait_for_it_a
     # The offline checks decided at once, named as the fallback they are.
     assert rows["tribunal"].outcome == "ersatz_offline"
     asked_tribunal = [
-        body for body in fake_llm.chat_requests() if "Pruefe ob die Antwort" in _system(body)
+        body for body in fake_llm.chat_requests() if "Pruefe ob die Antwort" in system_prompt(body)
     ]
     assert asked_tribunal == []
 

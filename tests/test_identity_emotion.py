@@ -13,13 +13,10 @@ from django.urls import reverse
 
 from conversation.models import DEFAULT_CHARACTER_SHEET, Character, Session
 from conversation.pipeline import run_turn
+from tests.chat_requests import is_vector
 from tests.fakes.openai_server import FakeOpenAI
 
 pytestmark = pytest.mark.django_db
-
-
-def is_vector(body: dict) -> bool:
-    return body["messages"][0]["content"].startswith("[GESPRAECHSVEKTOR-ANALYSE]")
 
 
 def responder_block(fake: FakeOpenAI, name: str) -> str:

@@ -15,9 +15,11 @@ from conversation.pipeline import run_turn
 from directives.tribunal import TribunalResult
 from files.retrieval import RetrievalResult
 from novaberg import embeddings
+from tests.chat_requests import is_composer, is_responder, is_vector
 from tests.factories import SessionFactory
 from tests.fakes.openai_server import FakeOpenAI
 from tests.note_agent import NoteAgent
+from tests.records import RECORD
 
 pytestmark = pytest.mark.django_db
 
@@ -37,20 +39,6 @@ DIRECTIVES = (
     "[DIREKTIVEN]\nDer Nutzer hat folgende absolute Verhaltensanweisungen erteilt.\n"
     "- Sprich mich immer mit Sie an."
 )
-RECORD = {
-    "path": "notizen/hausbau.md",
-    "lines": "3-7",
-    "citation": "notizen/hausbau.md:3-7",
-    "channel": "beide",
-    "strength": "stark",
-    "size": 2048,
-    "eigentum": "person",
-    "archived": False,
-    "summary": "Termin mit dem Architekten Brenner am Donnerstag um 14 Uhr.",
-    "excerpt": "Donnerstag 14 Uhr: Architekt Brenner, Baustelle Lindenweg.",
-    "root_id": 1,
-    "cosine": 0.61,
-}
 VECTOR_REPLY = json.dumps(
     {
         "strategie": "informieren",
@@ -59,18 +47,6 @@ VECTOR_REPLY = json.dumps(
         "impuls": "Der Nutzer sorgt sich um seinen Termin.",
     }
 )
-
-
-def is_vector(body: dict) -> bool:
-    return body["messages"][0]["content"].startswith("[GESPRAECHSVEKTOR-ANALYSE]")
-
-
-def is_composer(body: dict) -> bool:
-    return body["messages"][0]["content"].startswith("[VERFASSER]")
-
-
-def is_responder(body: dict) -> bool:
-    return body["messages"][0]["content"].startswith("[IDENTITAET]")
 
 
 def request_of(fake: FakeOpenAI, which: Callable[[dict], bool]) -> dict:

@@ -19,6 +19,7 @@ from conversation.models import Character, PipelineLog, Session, Turn
 from conversation.pipeline import run_turn
 from conversation.routing import websocket_urlpatterns
 from directives import services
+from tests.chat_requests import is_responder
 from tests.factories import SessionFactory, UserFactory
 from tests.fakes.openai_server import FakeOpenAI
 from tests.fixtures import token_client
@@ -33,10 +34,6 @@ NOTE = f"Hinweis: Das verstößt gegen die Direktive: {RULE} (drei Sätze)."
 
 def is_tribunal(body: dict[str, Any]) -> bool:
     return str(body["messages"][0]["content"]).startswith("Der Nutzer hat folgende Direktiven")
-
-
-def is_responder(body: dict[str, Any]) -> bool:
-    return str(body["messages"][0]["content"]).startswith("[IDENTITAET]")
 
 
 def responder_system(fake: FakeOpenAI) -> str:

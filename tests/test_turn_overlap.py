@@ -26,25 +26,13 @@ from conversation.vocabulary import Status
 from directives.tribunal import TribunalResult
 from files.retrieval import RetrievalResult
 from novaberg import embeddings
+from tests.chat_requests import is_composer, is_vector
 from tests.factories import SessionFactory, UserFactory
 from tests.fakes.openai_server import FakeOpenAI
+from tests.records import RECORD
 
 pytestmark = pytest.mark.django_db
 
-RECORD = {
-    "path": "notizen/hausbau.md",
-    "lines": "3-7",
-    "citation": "notizen/hausbau.md:3-7",
-    "channel": "beide",
-    "strength": "stark",
-    "size": 2048,
-    "eigentum": "person",
-    "archived": False,
-    "summary": "Termin mit dem Architekten Brenner am Donnerstag um 14 Uhr.",
-    "excerpt": "Donnerstag 14 Uhr: Architekt Brenner, Baustelle Lindenweg.",
-    "root_id": 1,
-    "cosine": 0.61,
-}
 VECTOR_REPLY = json.dumps(
     {
         "strategie": "erinnern",
@@ -59,14 +47,6 @@ HISTORY = [
     (Turn.Role.USER, "Wir bauen gerade ein Haus am Lindenweg."),
     (Turn.Role.ASSISTANT, "Wie schön! Wie weit seid ihr schon?"),
 ]
-
-
-def is_vector(body: dict[str, Any]) -> bool:
-    return body["messages"][0]["content"].startswith("[GESPRAECHSVEKTOR-ANALYSE]")
-
-
-def is_composer(body: dict[str, Any]) -> bool:
-    return body["messages"][0]["content"].startswith("[VERFASSER]")
 
 
 @pytest.fixture(autouse=True)

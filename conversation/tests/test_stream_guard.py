@@ -13,6 +13,7 @@ from conversation.address import AddressForm
 from conversation.models import Session, Turn
 from conversation.pipeline import run_turn
 from conversation.pipeline.stream_guard import SentenceGuard
+from tests.chat_requests import is_responder
 from tests.fakes.openai_server import FakeOpenAI
 from tests.fixtures import token_client
 
@@ -28,10 +29,6 @@ def rule(user: Any, text: str) -> None:
     no plug-in app)."""
     response = token_client(user).post("/api/directives/", {"text": text}, format="json")
     assert response.status_code == 201, response.content
-
-
-def is_responder(body: dict[str, Any]) -> bool:
-    return str(body["messages"][0]["content"]).startswith("[IDENTITAET]")
 
 
 def is_first_reply(body: dict[str, Any]) -> bool:

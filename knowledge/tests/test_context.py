@@ -19,6 +19,7 @@ from knowledge.tests.factories import promoted
 from knowledge.tests.test_rueckweg import KENNLINIE
 from knowledge.tools import datei_schreiben
 from novaberg import embeddings
+from tests.chat_requests import is_composer, is_responder
 from tests.fakes.openai_server import FakeOpenAI
 
 MESSUNG = {
@@ -29,14 +30,6 @@ MESSUNG = {
     )
 }
 QUESTION = "Wann setzt die Sättigung der Kennlinie bei hoher Last ein?"
-
-
-def is_composer(body: dict[str, Any]) -> bool:
-    return body["messages"][0]["content"].startswith("[VERFASSER]")
-
-
-def is_responder(body: dict[str, Any]) -> bool:
-    return body["messages"][0]["content"].startswith("[IDENTITAET]")
 
 
 def positions(text: str, markers: list[str]) -> list[int]:
