@@ -15,7 +15,7 @@ from django.test.utils import CaptureQueriesContext
 
 from conversation.models import Character
 from files.models import FileRoot, IndexEntry
-from files.tests.watcher_helpers import make_root, write
+from files.tests.watcher_helpers import make_root, seed_completed_rows, write
 from files.watcher import index_root_run, scan
 
 pytestmark = pytest.mark.django_db
@@ -27,22 +27,7 @@ def _seeded_root(base: Path, files: int, user: Any, nova: Character) -> FileRoot
     for i in range(files):
         write(base, f"d{i % 7}/notiz{i:04d}.md", f"# Notiz {i}\n\nWanderung {i} zur Hütte.\n")
     root = make_root(user, nova, base)
-    IndexEntry.objects.bulk_create(
-        [
-            IndexEntry(
-                root=root,
-                rel_path=item.rel_path,
-                format=item.format,
-                size=item.size,
-                mtime_ns=item.mtime_ns,
-                ctime_ns=item.ctime_ns,
-                inode=item.inode,
-                inhalt_hash=hashlib.sha256(Path(item.path).read_bytes()).hexdigest(),
-            )
-            for item in scan.walk(Path(root.path), max_bytes=10**6)
-            if isinstance(item, scan.Found)
-        ]
-    )
+    seed_completed_rows(root)
     return root
 
 

@@ -16,7 +16,7 @@ from django.utils import timezone
 
 from conversation.models import Character
 from files.models import FileRoot, IndexEntry
-from files.tests.watcher_helpers import make_root, write
+from files.tests.watcher_helpers import make_root, seed_completed_rows, write
 from files.watcher import index_root_run, scan
 from files.watcher import run as run_module
 
@@ -38,22 +38,7 @@ def root(tree: Path, user: Any, nova: Character) -> FileRoot:
     """A root whose rows are what a completed run leaves: real hash and fingerprint of every
     file (seeded, so the test measures the rescan and not the first enrichment)."""
     root = make_root(user, nova, tree)
-    IndexEntry.objects.bulk_create(
-        [
-            IndexEntry(
-                root=root,
-                rel_path=item.rel_path,
-                format=item.format,
-                size=item.size,
-                mtime_ns=item.mtime_ns,
-                ctime_ns=item.ctime_ns,
-                inode=item.inode,
-                inhalt_hash=hashlib.sha256(Path(item.path).read_bytes()).hexdigest(),
-            )
-            for item in scan.walk(Path(root.path), max_bytes=10**6)
-            if isinstance(item, scan.Found)
-        ]
-    )
+    seed_completed_rows(root)
     return root
 
 

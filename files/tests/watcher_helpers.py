@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from files.models import FileRoot, IndexEntry
+from files.watcher import scan
 
 
 def write(base: Path, rel: str, text: str | bytes) -> Path:
@@ -40,6 +41,29 @@ def make_root(user: Any, character: Any, path: Path, **kw: Any) -> FileRoot:
         state=kw.pop("state", FileRoot.State.ACTIVE),
         **kw,
     )
+
+
+def seed_completed_rows(root: FileRoot) -> int:
+    """The rows a completed run leaves for every file the walk finds under ``root`` (real
+    hash and fast-path key, no enrichment), so a test measures the rescan and not the first
+    enrichment; returns how many."""
+    rows = IndexEntry.objects.bulk_create(
+        [
+            IndexEntry(
+                root=root,
+                rel_path=item.rel_path,
+                format=item.format,
+                size=item.size,
+                mtime_ns=item.mtime_ns,
+                ctime_ns=item.ctime_ns,
+                inode=item.inode,
+                inhalt_hash=hashlib.sha256(Path(item.path).read_bytes()).hexdigest(),
+            )
+            for item in scan.walk(Path(root.path), max_bytes=10**6)
+            if isinstance(item, scan.Found)
+        ]
+    )
+    return len(rows)
 
 
 def tree_fingerprint(base: Path) -> dict[str, tuple[str, int, int, int]]:
