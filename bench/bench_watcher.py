@@ -106,7 +106,7 @@ def make_index_files(base: Path, n: int) -> int:
     return total
 
 
-def _walk(base: str, visit: Callable[[str], None]) -> int:
+def _walk(base: str, visit: Callable[[str], object]) -> int:
     """Recursive os.scandir walk calling ``visit`` on every regular file; returns the count."""
     count = 0
     stack = [base]
@@ -304,17 +304,10 @@ def main() -> None:
                 warm_up()  # model load is not indexing throughput
         tally = EmbedTally(real_embed)
 
-        # Wherever the product's indexing path binds ``embed`` (the watcher run, the one
-        # indexing service files/indexing.py once it exists), count through it.
-        import importlib
+        # The indexing service is where the product's indexing path embeds: count through it.
+        import files.indexing as indexing_service
 
-        for name in ("files.watcher.run", "files.indexing"):
-            try:
-                module = importlib.import_module(name)
-            except ImportError:
-                continue
-            if hasattr(module, "embed"):
-                module.embed = tally
+        indexing_service.embed = tally
         before = BeforeCode(tmp)
         index_samples: dict[str, list[dict[str, float]]] = {
             k: [] for k in (BEFORE, *INDEX_VARIANTS)
