@@ -92,10 +92,21 @@ class Turn(models.Model):
     deviation = models.FloatField(null=True, blank=True)
     created_at = models.DateTimeField(default=timezone.now)
     finished_at = models.DateTimeField(null=True, blank=True)
+    # The process running a ``laufend`` turn (host, pid namespace, pid, start time;
+    # conversation/reaper.py): a turn whose process died is closed as ``unterbrochen``.
+    owner = models.CharField(max_length=200, blank=True)
 
     class Meta:
         ordering = ["created_at", "id"]
-        indexes = [models.Index(fields=["session", "created_at"])]
+        indexes = [
+            models.Index(fields=["session", "created_at"]),
+            # The reaper's query: the few turns still running.
+            models.Index(
+                fields=["status"],
+                name="conv_turn_running",
+                condition=models.Q(status=Status.RUNNING.value),
+            ),
+        ]
 
     def __str__(self) -> str:
         return f"{self.role}: {self.text[:40]}"

@@ -16,8 +16,9 @@ from django.urls import reverse
 from django.utils.http import url_has_allowed_host_and_scheme, urlencode
 from django.views.decorators.http import require_GET, require_POST
 
-from conversation import inspection, rendering, selectors, services
+from conversation import address, inspection, reaper, rendering, selectors, services
 from conversation.models import Turn
+from conversation.vocabulary import Status
 from novaberg import login_throttle
 from novaberg.auth import request_user
 
@@ -99,6 +100,10 @@ def chat(request: HttpRequest, session_id: int | None = None) -> HttpResponse:
     }
     # Nova's replies as sanitised HTML (conversation/rendering.py); the person's words stay text.
     html = {turn.pk: rendering.reply_html(turn.text) for turn in turns if turn.role != "user"}
+    # A turn its dead process left running and the reaper closed has no reply: a note says so.
+    interrupted = [t for t in turns if t.role == "user" and t.status == Status.INTERRUPTED]
+    sie = address.siezen(user) if interrupted else False
+    notes = {t.pk: reaper.note_for(t.step, siezen=sie) for t in interrupted}
     # The chat list with the titles she sees (her own, else the automatic one).
     sessions = [
         {"pk": s.pk, "title": selectors.session_title(s), "updated_at": s.updated_at}
@@ -112,7 +117,10 @@ def chat(request: HttpRequest, session_id: int | None = None) -> HttpResponse:
             "session": session,
             "sessions": sessions,
             "title": title or selectors.session_title(session),
-            "turns": [(turn, records_json[turn.pk], html.get(turn.pk, "")) for turn in turns],
+            "turns": [
+                (turn, records_json[turn.pk], html.get(turn.pk, ""), notes.get(turn.pk, ""))
+                for turn in turns
+            ],
         },
     )
 

@@ -29,6 +29,10 @@ class Status(StrEnum):
     # The turn ended before its last node: the person pressed Stop or the client went away
     # (step ``stopp`` / ``verbindung_getrennt``); what had been said so far is kept.
     CANCELLED = "abgebrochen"
+    # The process that ran the turn died before it ended (a crash, a restart): the reaper
+    # (conversation/reaper.py) closed it without a reply; step ``prozess_beendet`` or
+    # ``frist_ueberschritten`` says how it knew.
+    INTERRUPTED = "unterbrochen"
 
 
 STATUS_LABELS: Mapping[Status, str] = {
@@ -39,6 +43,7 @@ STATUS_LABELS: Mapping[Status, str] = {
     Status.REJECTED: "abgewiesen",
     Status.FAILED: "Fehler",
     Status.CANCELLED: "abgebrochen",
+    Status.INTERRUPTED: "unterbrochen",
 }
 
 

@@ -20,9 +20,11 @@ from django.conf import settings  # noqa: E402
 from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler  # noqa: E402
 from django.core.exceptions import SuspiciousOperation  # noqa: E402
 from django.core.handlers.exception import response_for_exception  # noqa: E402
+from django.db import connection  # noqa: E402
 from django.http import HttpRequest, HttpResponseBase  # noqa: E402
 from django.http.request import split_domain_port, validate_host  # noqa: E402
 
+from conversation import reaper  # noqa: E402
 from conversation.routing import websocket_urlpatterns  # noqa: E402
 
 DEFAULT_PORTS = {"http": 80, "https": 443}
@@ -117,13 +119,39 @@ class StaticFilesHandler(ASGIStaticFilesHandler):
             return response
 
 
-application = ProtocolTypeRouter(
-    {
-        # Static files (chat.js, CSS) are served by the app itself: daphne has no file server.
-        "http": StaticFilesHandler(django_asgi_app),
-        "websocket": SameOriginValidator(
-            # channels' stubs ask for their private URL pattern type; path() gives URLPattern.
-            AuthMiddlewareStack(URLRouter(websocket_urlpatterns))  # type: ignore[arg-type]
-        ),
-    }
+class ReapOnStart:
+    """A web process that starts closes the turns a dead one left ``laufend`` (issue 27,
+    conversation/reaper.py), before it answers its first request: daphne sends no lifespan
+    event, and the first request of a process is its /healthz or the page that would show
+    such a turn. The reap runs once per process, in a worker thread."""
+
+    def __init__(self, application: Any) -> None:
+        self.application = application
+        self.done = False
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> Any:
+        if not self.done:
+            await sync_to_async(_reap_at_start, thread_sensitive=False)()
+            self.done = True
+        return await self.application(scope, receive, send)
+
+
+def _reap_at_start() -> None:
+    try:
+        reaper.reap_at_start()
+    finally:
+        connection.close()  # this worker thread's; the request threads have their own
+
+
+application = ReapOnStart(
+    ProtocolTypeRouter(
+        {
+            # Static files (chat.js, CSS) are served by the app itself: daphne has no file server.
+            "http": StaticFilesHandler(django_asgi_app),
+            "websocket": SameOriginValidator(
+                # channels' stubs ask for their private URL pattern type; path() gives URLPattern.
+                AuthMiddlewareStack(URLRouter(websocket_urlpatterns))  # type: ignore[arg-type]
+            ),
+        }
+    )
 )

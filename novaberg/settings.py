@@ -402,6 +402,17 @@ CELERY_BEAT_SCHEDULE["conversation-memory-expire"] = {
     "task": "conversation.tasks.memory_expire",
     "schedule": float(MEMORY_EXPIRE_EVERY_S),
 }
+# A turn left "laufend" by a dead web process is closed as "unterbrochen" (issue 27,
+# conversation/reaper.py): at once when its process is gone, else once it is older than
+# TURN_TOTAL_S plus this margin. Beat looks every TURN_REAP_EVERY_S; a web process at its start.
+TURN_REAP_MARGIN_S = env_float("NOVABERG_TURN_REAP_MARGIN_S", 120.0)
+TURN_REAP_EVERY_S = env_float("NOVABERG_TURN_REAP_EVERY_S", 30.0)
+if TURN_REAP_MARGIN_S < 0 or TURN_REAP_EVERY_S <= 0:
+    _fail("NOVABERG_TURN_REAP_MARGIN_S must be >= 0 and NOVABERG_TURN_REAP_EVERY_S > 0")
+CELERY_BEAT_SCHEDULE["conversation-reap-turns"] = {
+    "task": "conversation.tasks.reap_turns",
+    "schedule": TURN_REAP_EVERY_S,
+}
 # Cosine floor for [GEDAECHTNIS] (MiniLM on German: unrelated texts still reach ~0.39).
 MEMORY_FLOOR = env_float("NOVABERG_MEMORY_FLOOR", 0.45)
 MEMORY_K = env_int("NOVABERG_MEMORY_K", 5, minimum=1)

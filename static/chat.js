@@ -134,6 +134,9 @@
   function addReplyActions(li, isLast) {
     if (li.querySelector(".reply-actions")) return;
     const box = el("div", "reply-actions");
+    // A turn whose server died has no reply to copy (conversation/reaper.py); it was never
+    // answered, so asking again is offered wherever it stands.
+    const interrupted = li.dataset.status === "unterbrochen";
     const copy = el("button", "copy", "Kopieren");
     copy.type = "button";
     copy.setAttribute("aria-label", "Antwort kopieren");
@@ -146,10 +149,10 @@
         statusLine.textContent = "Kopieren hat nicht geklappt – bitte den Text markieren und kopieren.";
       });
     });
-    box.appendChild(copy);
+    if (!interrupted) box.appendChild(copy);
     const asked = questionOf(li);
     // Not under an open confirmation question: asking again would not answer it.
-    if (isLast && asked && li.dataset.status !== "rueckfrage") {
+    if ((isLast || interrupted) && asked && li.dataset.status !== "rueckfrage") {
       const again = el("button", "regenerate", "Noch einmal fragen");
       again.type = "button";
       again.setAttribute("aria-label", "Dieselbe Nachricht noch einmal an Nova senden");

@@ -12,7 +12,7 @@ from django.contrib.auth.models import User
 from django.db import connection
 from django.utils import timezone
 
-from conversation import address
+from conversation import address, reaper
 from conversation.models import Character, PendingQuestion, Session, Turn
 from conversation.pipeline import (
     agent,
@@ -159,8 +159,13 @@ def run_turn(
             stored_text = "".join(
                 ch for ch in cleaned if unicodedata.category(ch) != "Cc" or ch in "\n\t"
             )[: settings.MAX_MESSAGE_CHARS]
+        # The owner lets the reaper close the turn if this process dies (conversation/reaper.py).
         turn = Turn.objects.create(
-            session=session, role=Turn.Role.USER, text=stored_text, status=Status.RUNNING
+            session=session,
+            role=Turn.Role.USER,
+            text=stored_text,
+            status=Status.RUNNING,
+            owner=reaper.turn_owner(),
         )
         with turn_context(turn.pk):
             state = TurnState(
