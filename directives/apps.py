@@ -7,6 +7,7 @@ class DirectivesConfig(AppConfig):
 
     def ready(self) -> None:
         from conversation.agents import register_agent
+        from conversation.pipeline.claims import ActionKind, register_action_kind
         from directives import context, tribunal
         from directives.agent.agent import DirectivesAgent
         from directives.agent.classify import PURPOSE
@@ -17,3 +18,12 @@ class DirectivesConfig(AppConfig):
         register_offline(PURPOSE, classify_offline)
         register_offline(tribunal.PURPOSE, tribunal.review_offline)
         context.register()
+        # issue 27: a reply that says a rule was written must have this turn's write behind it.
+        register_action_kind(
+            ActionKind(
+                name="directives",
+                agent=DirectivesAgent.name,
+                nouns=frozenset({"regel", "direktive", "anweisung", "verbot"}),
+                steps=frozenset({"ausgefuehrt", "schon_ausgefuehrt"}),
+            )
+        )

@@ -12,6 +12,7 @@ class KnowledgeConfig(AppConfig):
         from django.conf import settings
 
         from conversation import agents, memory
+        from conversation.pipeline import claims
         from knowledge import conf, context
         from knowledge.agent import knowledge_agent
         from knowledge.learn import DISTIL_PURPOSE, distil_offline_handler
@@ -26,6 +27,16 @@ class KnowledgeConfig(AppConfig):
         # Her own library is named in the order ("in deinem Wissen", "merk dir …"): narrower
         # than the files agents ("Vergiss den Ordner X") and the directives ("lösch", "merk").
         agents.register_agent(knowledge_agent, priority=5)
+        # issue 27: a reply that says a knowledge file was written must have this turn's write
+        # behind it (the knowledge agent deletes a paragraph and learns a file by chat).
+        claims.register_action_kind(
+            claims.ActionKind(
+                name="knowledge",
+                agent=knowledge_agent.name,
+                nouns=frozenset({"datei", "wissen", "notiz", "absatz", "eintrag"}),
+                steps=frozenset({"geloescht", "gelernt"}),
+            )
+        )
         # seed 004 v0.14: the promotion is the proof; it enqueues the return path on commit.
         memory.on_promoted("knowledge", enqueue_promoted)
         # The return path's periodic run and the zone scan belong to this app; Celery reads the

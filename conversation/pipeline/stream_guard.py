@@ -9,6 +9,8 @@ it is sent:
   clear is withheld;
 - a sentence with a term a rule forbids ("Sprich nie von Milch") is withheld, and so is the rest
   of the original reply (it may refer to the withheld sentence);
+- a sentence that claims a write this turn did not execute ("Ich habe alle Ihre Regeln
+  gelöscht", ``conversation.pipeline.claims``) is withheld; the rest of the reply goes on;
 - after the stream, when something was withheld, the rest is regenerated **once**: one more
   responder call that sees what was already said and a correction, itself guarded; a sentence
   that was already sent is not sent twice. When that call fails, the original's remaining clean
@@ -31,6 +33,7 @@ from typing import TYPE_CHECKING, Any
 
 from conversation import address, context
 from conversation.address import AddressForm
+from conversation.pipeline import claims as claim_check
 from novaberg import llm
 
 if TYPE_CHECKING:
@@ -105,6 +108,10 @@ class SentenceGuard:
     rewritten: list[dict[str, str]] = field(default_factory=list)
     withheld: list[dict[str, str]] = field(default_factory=list)
     first_sent_at: float | None = None
+    # Claims of a write this turn did not execute: checked before anything else, withheld
+    # without stopping the stream (the rest of the reply may be true).
+    claims: claim_check.ClaimCheck | None = None
+    unbelegt: list[dict[str, Any]] = field(default_factory=list)
 
     def feed(self, token: str) -> None:
         self.buffer += token
@@ -147,6 +154,9 @@ class SentenceGuard:
                 self.held.append(sentence)
             else:
                 self.send(sentence)
+            return
+        if self.claims is not None and (claim := self.claims(sentence)) is not None:
+            self.unbelegt.append(claim)
             return
         checked, violation = self.check(sentence)
         if violation is not None:
@@ -196,6 +206,7 @@ def attach(state: TurnState) -> SentenceGuard:
         form=address.demanded_form(state.user),
         terms=forbidden_terms(state.user),
         emit=state.on_token,
+        claims=claim_check.check_for(state),
     )
     state.extra["waechter"] = guard
     state.extra["waechter_emit"] = state.on_token
@@ -227,6 +238,7 @@ def _regenerate(state: TurnState, guard: SentenceGuard) -> dict[str, Any]:
         already_sent=guard.already_sent,
         dedupe=True,
         first_sent_at=guard.first_sent_at,
+        claims=guard.claims,
     )
     hints = {
         "content": state.composer_text,
@@ -250,6 +262,7 @@ def _regenerate(state: TurnState, guard: SentenceGuard) -> dict[str, Any]:
         logger.exception("stream guard regeneration crashed")
         failure = llm.LLMFailure("absturz", str(exc)[:300])
     second.close()
+    guard.unbelegt.extend(second.unbelegt)
     guard.sent.extend(second.sent)
     guard.rewritten.extend(second.rewritten)
     if guard.first_sent_at is None:
@@ -290,7 +303,11 @@ def finish(state: TurnState) -> None:
     if not seen.strip() and guard.withheld:
         guard.send(address.say(ALL_WITHHELD_DU, ALL_WITHHELD_SIE, user=state.user))
         seen = "".join(guard.sent)
-    if guard.withheld or guard.rewritten:
+    if not seen.strip() and guard.unbelegt:
+        # The whole reply was a false claim: the person hears that nothing was changed.
+        guard.send(claim_check.NOTHING_CHANGED_TEXT)
+        seen = "".join(guard.sent)
+    if guard.withheld or guard.rewritten or guard.unbelegt:
         state.reply = seen.strip()
     elapsed = state.extra.get("elapsed_ms")
     record: dict[str, Any] = {
@@ -299,6 +316,8 @@ def finish(state: TurnState) -> None:
         "umgeschrieben": guard.rewritten,
         "zurueckgehalten": guard.withheld,
         "neu_erzeugt": regenerated,
+        "behauptungen_ohne_ausfuehrung": guard.unbelegt,
+        "behauptungen_belegt": guard.claims.covered if guard.claims is not None else [],
     }
     if original != state.reply:
         record["original"] = original
@@ -307,13 +326,14 @@ def finish(state: TurnState) -> None:
         waited = int((time.perf_counter() - guard.first_sent_at) * 1000)
         record["erster_satz_ms"] = elapsed() - waited
     state.extra["waechter_befund"] = record
-    if guard.withheld or guard.rewritten:
+    if guard.withheld or guard.rewritten or guard.unbelegt:
         logger.info(
             "stream guard changed the reply",
             extra={
                 "outcome": "zurueckgehalten" if guard.withheld else "umgeschrieben",
                 "umgeschrieben": len(guard.rewritten),
                 "zurueckgehalten": len(guard.withheld),
+                "behauptungen_ohne_ausfuehrung": len(guard.unbelegt),
             },
         )
 
@@ -331,6 +351,7 @@ def abandon(state: TurnState) -> None:
         "anrede": guard.form.value if guard.form else None,
         "umgeschrieben": guard.rewritten,
         "zurueckgehalten": guard.withheld,
+        "behauptungen_ohne_ausfuehrung": guard.unbelegt,
         "nicht_gesendet": guard.buffer + "".join(guard.held),
         "neu_erzeugt": {"outcome": "abgebrochen"},
         **({"original": original} if original != state.reply else {}),

@@ -24,8 +24,8 @@ from typing import Any
 
 from conversation import context
 from conversation.models import Turn
+from conversation.pipeline import claims, stream_guard
 from conversation.pipeline import fallback as model_fallback
-from conversation.pipeline import stream_guard
 from conversation.pipeline.logging import node_log
 from conversation.pipeline.provenance import (
     cited,
@@ -123,7 +123,8 @@ def prepare(state: TurnState) -> None:
     """The tribunal's part before the reply is generated: the last verdict's correction into
     the responder's prompt, and the sentence guard between the stream and the person."""
     note = previous_note(state)
-    if note is not None:
+    if note is not None and (note.get("verstoesse") or note.get("zitate_ohne_beleg")):
+        # A withheld claim was never said: there is nothing for the next reply to correct.
         state.blocks[CORRECTION_BLOCK] = blocks.correction_block(note)
     stream_guard.attach(state)
 
@@ -152,6 +153,20 @@ def note_for(verdicts: dict[str, Any], citations: dict[str, Any]) -> dict[str, A
     }
 
 
+def with_claims(note: dict[str, Any] | None, found: dict[str, Any]) -> dict[str, Any] | None:
+    """The note with the withheld claims added (issue 27: noted, said to the person)."""
+    claim_note = claims.note(list(found.get("zurueckgehalten") or []))
+    if claim_note is None:
+        return note
+    if note is None:
+        return claim_note
+    return {
+        **note,
+        "text": f"{note['text']} {claim_note['text'].removeprefix('Hinweis: ')}",
+        "behauptungen_ohne_ausfuehrung": claim_note["behauptungen_ohne_ausfuehrung"],
+    }
+
+
 def run(state: TurnState) -> TurnState:
     # The guard's last sentence (and its one regeneration) goes out before anything is judged:
     # the verdict is about what the person saw.
@@ -159,6 +174,12 @@ def run(state: TurnState) -> TurnState:
     guarded = state.extra.pop("waechter_befund", None)
     if guarded is not None:
         state.checks["waechter"] = guarded
+    # issue 27: a claimed write is checked against what this turn executed (the guard withheld
+    # the uncovered sentences; here they are named and noted), whatever the turn's outcome.
+    found = claims.run(state, guarded)
+    claim_note = with_claims(None, found)
+    if claim_note is not None:
+        state.checks["hinweis"] = claim_note
     with node_log(state, "tribunal") as log:
         if state.failed:
             log.outcome = NodeOutcome.SKIPPED_FAILED
@@ -186,7 +207,7 @@ def run(state: TurnState) -> TurnState:
             "herkunft": origin,
             "abweichung": drift,
         }
-        note = note_for(verdicts, citations)
+        note = with_claims(note_for(verdicts, citations), found)
         if note is not None:
             state.checks["hinweis"] = note
         outcome = verdict_outcome(checks, verdicts)
