@@ -56,6 +56,8 @@ STEP_NO_HANDLER = "offline_kein_handler"
 STEP_FIRST_TOKEN = "zeitlimit_erstes_token"  # the stream's first token did not come in time
 STEP_DEADLINE = "zeitlimit_antwort"  # the whole call ran past its purpose's deadline
 STEP_CANCELLED = "abgebrochen"  # the consumer cancelled the stream (Stop, disconnect)
+# A deadline or the silence limit ended the call (with no token before it: no answer at all).
+TIMEOUT_STEPS = frozenset({STEP_TIMEOUT, STEP_FIRST_TOKEN, STEP_DEADLINE})
 
 CancelSignal = threading.Event | Callable[[], bool]
 
@@ -238,8 +240,17 @@ def _elapsed_ms(started: float) -> int:
 
 
 def _log_call(
-    *, backend: str, model: str, purpose: str, ms: int, outcome: str, detail: str
+    *,
+    backend: str,
+    model: str,
+    purpose: str,
+    ms: int,
+    outcome: str,
+    detail: str,
+    answered: bool = True,
 ) -> None:
+    """``answered``: False when the call timed out before the model sent anything (the badge
+    then says "nicht erreichbar", not "langsam")."""
     # One line per call; the fields travel in `extra` so a structured formatter can pick them up.
     level = logging.INFO if outcome == "ok" else logging.WARNING
     logger.log(
@@ -262,7 +273,13 @@ def _log_call(
         # The header badge reads the model's state from the recent outcomes (llm_state.py).
         deadline_s = BUDGETS.get(purpose, DEFAULT_BUDGET).deadline_s
         limit_s = min(deadline_s, _setting("LLM_TOTAL_S", 60.0))
-        llm_state.record_call(purpose=purpose, outcome=outcome, ms=ms, limit_ms=int(limit_s * 1000))
+        llm_state.record_call(
+            purpose=purpose,
+            outcome=outcome,
+            ms=ms,
+            limit_ms=int(limit_s * 1000),
+            answered=answered,
+        )
 
 
 def _cancelled_result(backend: str, model: str, purpose: str, started: float) -> ChatResult:
@@ -678,6 +695,8 @@ class OpenAIBackend:
             ms=ms,
             outcome="ok" if failure is None else failure.step,
             detail=detail if failure is None else f"{detail} {failure.message}".strip(),
+            # Unstreamed, a timeout means no answer at all: nothing arrives before the end.
+            answered=failure is None or failure.step not in TIMEOUT_STEPS,
         )
         return ChatResult(
             ok=failure is None,
@@ -734,6 +753,7 @@ class OpenAIBackend:
         detail = f"stream max_tokens={cap}"
         failure: LLMFailure | None = None
         finished = False
+        silent = False  # timed out before the first token
         try:
             pump.start()
             while True:
@@ -806,6 +826,7 @@ class OpenAIBackend:
                     break
             if failure is not None:
                 outcome, detail = failure.step, f"{detail} tokens={tokens} {failure.message}"
+                silent = tokens == 0 and failure.step in TIMEOUT_STEPS
                 pump.stop()
                 yield StreamEvent("error", failure=failure)
                 return
@@ -823,6 +844,7 @@ class OpenAIBackend:
                 ms=_elapsed_ms(started),
                 outcome=outcome,
                 detail=detail,
+                answered=not silent,
             )
 
 

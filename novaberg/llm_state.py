@@ -3,8 +3,10 @@
 ``novaberg.llm`` records every call of a configured model here (its outcome and milliseconds,
 beside the deadline of its purpose) and every reachability probe (``llm.ping``: /healthz and
 the badge's endpoint). From the last few of them the badge reads one of: erreichbar, langsam,
-nicht erreichbar — or "ungeprüft" while nothing is known yet. The offline backend is
-"Offline-Modus" and records nothing.
+nicht erreichbar — or "ungeprüft" while nothing is known yet. A model that answered, but late,
+is "langsam"; one that gave no answer at all within its deadline (not a single token) is "nicht
+erreichbar" like a refused connection, even while its server still lists its models (issue 27).
+The offline backend is "Offline-Modus" and records nothing.
 
 Per process and in memory on purpose: the badge says what this server saw lately, it is not a
 history (the turn's pipeline log is).
@@ -26,7 +28,7 @@ SLOW_SHARE = 0.5  # a call that used more than half of its purpose's deadline wa
 
 # Outcomes (``LLMFailure.step``) that say the model did not answer at all.
 _UNREACHABLE = frozenset({"verbindung", "http_fehler"})
-# Outcomes that say it answered too slowly.
+# Outcomes that say it answered too slowly — or, with ``answered=False``, not at all.
 _TOO_SLOW = frozenset({"zeitueberschreitung", "zeitlimit_erstes_token", "zeitlimit_antwort"})
 # Outcomes that say nothing about the model: the person stopped, the caller stopped reading.
 _NEUTRAL = frozenset({"abgebrochen", "abgebrochen_vom_aufrufer", "offline_kein_handler"})
@@ -70,18 +72,23 @@ class Outcome:
     outcome: str  # "ok" or the failure step
     ms: int
     limit_ms: int  # the purpose's deadline (0 for a probe)
+    # False when a timed-out call got nothing at all from the model: no body, no token.
+    answered: bool = True
 
 
 _lock = threading.Lock()
 _recent: deque[Outcome] = deque(maxlen=RECENT)
 
 
-def record_call(*, purpose: str, outcome: str, ms: int, limit_ms: int) -> None:
-    """One finished call of the configured model (``novaberg.llm`` calls this for each)."""
+def record_call(
+    *, purpose: str, outcome: str, ms: int, limit_ms: int, answered: bool = True
+) -> None:
+    """One finished call of the configured model (``novaberg.llm`` calls this for each);
+    ``answered`` is False for a timeout before the model sent anything."""
     if outcome in _NEUTRAL:
         return
     with _lock:
-        _recent.append(Outcome(time.monotonic(), purpose, outcome, ms, limit_ms))
+        _recent.append(Outcome(time.monotonic(), purpose, outcome, ms, limit_ms, answered))
 
 
 def record_probe(*, ok: bool, ms: int) -> None:
@@ -104,6 +111,10 @@ def reset() -> None:
         _recent.clear()
 
 
+def _unanswered(item: Outcome) -> bool:
+    return item.outcome in _TOO_SLOW and not item.answered
+
+
 def _slow(item: Outcome) -> bool:
     if item.outcome in _TOO_SLOW:
         return True
@@ -112,10 +123,15 @@ def _slow(item: Outcome) -> bool:
 
 def state_of(items: list[Outcome]) -> ModelState:
     """The state the newest outcomes (newest first) show: the newest decides whether the model
-    answers at all; any slow one among the last few makes it "langsam"."""
+    answers at all; any slow one among the last few makes it "langsam". The newest call that
+    got no answer at all within its deadline keeps it "nicht erreichbar" after a probe that
+    succeeded: the server listing its models says nothing about whether the model answers."""
     if not items:
         return ModelState.UNKNOWN
     if items[0].outcome in _UNREACHABLE:
+        return ModelState.UNREACHABLE
+    newest_call = next((item for item in items if item.purpose != PROBE), None)
+    if newest_call is not None and _unanswered(newest_call):
         return ModelState.UNREACHABLE
     if any(_slow(item) for item in items[:WINDOW]):
         return ModelState.SLOW

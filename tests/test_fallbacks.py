@@ -195,15 +195,23 @@ def test_composer_falls_back_to_offline_content_and_the_responder_voices_it(
 # -- responder --------------------------------------------------------------------------------
 
 CONTENT = "Bello ist ein schöner Name für einen Hund."
+# issue 27: a model that gave no answer at all is named before the offline voice.
+NO_ANSWER = "Das Sprachmodell hat nicht geantwortet; hier meine Antwort im Offline-Modus:\n\n"
+UNREACHABLE = "Das Sprachmodell ist nicht erreichbar; hier meine Antwort im Offline-Modus:\n\n"
 RESPONDER_FAILURES = [
-    pytest.param({"status": 500}, "http_fehler", id="http-500"),
-    pytest.param({"text": ""}, "leer", id="empty"),
-    pytest.param({"wrong_shape": True, "text": "x"}, "falsche_form", id="wrong-shape"),
-    pytest.param({"text": "spät", "first_token_delay_s": 3.0}, "zeitueberschreitung", id="slow"),
+    pytest.param({"status": 500}, "http_fehler", "", id="http-500"),
+    pytest.param({"text": ""}, "leer", "", id="empty"),
+    pytest.param({"wrong_shape": True, "text": "x"}, "falsche_form", "", id="wrong-shape"),
+    pytest.param(
+        {"text": "spät", "first_token_delay_s": 3.0},
+        "zeitueberschreitung",
+        NO_ANSWER,
+        id="no-first-token",
+    ),
 ]
 
 
-@pytest.mark.parametrize(("script", "fault"), RESPONDER_FAILURES)
+@pytest.mark.parametrize(("script", "fault", "said"), RESPONDER_FAILURES)
 def test_responder_failure_before_any_word_sends_the_offline_voice(
     fake_llm: FakeOpenAI,
     api: APIClient,
@@ -211,6 +219,7 @@ def test_responder_failure_before_any_word_sends_the_offline_voice(
     settings: Any,
     script: dict[str, Any],
     fault: str,
+    said: str,
 ) -> None:
     settings.LLM_FIRST_TOKEN_S = 0.5
     fake_llm.set_default("Schön.")
@@ -220,7 +229,7 @@ def test_responder_failure_before_any_word_sends_the_offline_voice(
     answer = say(api, session, "Mein Hund heißt Bello.")
 
     assert answer["status"] == "abgeschlossen"
-    assert answer["reply"] == CONTENT  # the offline voice says the content as it is
+    assert answer["reply"] == said + CONTENT  # the offline voice says the content as it is
     assert "nicht erreichbar" not in answer["reply"]
     row = logs(answer["turn_id"])["responder"]
     assert row.outcome == "ersatz_offline"
@@ -239,7 +248,7 @@ def test_model_down_for_the_whole_turn_asks_it_once_and_answers_offline(
     answer = say(api, session, "Mein Hund heißt Bello.")
 
     assert answer["status"] == "abgeschlossen"
-    assert answer["reply"] == OFFLINE_NO_CONTENT
+    assert answer["reply"] == UNREACHABLE + OFFLINE_NO_CONTENT
     rows = logs(answer["turn_id"])
     assert_fallback(rows["gespraechsvektor"], "nicht_erreichbar")
     # Found down by the vector call: the later nodes do not wait for it again.

@@ -37,8 +37,21 @@ def _status(api: APIClient) -> dict[str, Any]:
     return dict(answer.json())
 
 
-def _at(outcome: str, ms: int = 100, limit_ms: int = 10_000, purpose: str = "composer") -> Outcome:
-    return Outcome(at=0.0, purpose=purpose, outcome=outcome, ms=ms, limit_ms=limit_ms)
+def _at(
+    outcome: str,
+    ms: int = 100,
+    limit_ms: int = 10_000,
+    purpose: str = "composer",
+    answered: bool = True,
+) -> Outcome:
+    return Outcome(
+        at=0.0, purpose=purpose, outcome=outcome, ms=ms, limit_ms=limit_ms, answered=answered
+    )
+
+
+def _silent(outcome: str = "zeitlimit_antwort") -> Outcome:
+    """A call that timed out before the model sent anything."""
+    return _at(outcome, ms=10_000, answered=False)
 
 
 @pytest.mark.parametrize(
@@ -55,6 +68,18 @@ def _at(outcome: str, ms: int = 100, limit_ms: int = 10_000, purpose: str = "com
             [_at("ok")] * 5 + [_at("zeitueberschreitung")], ModelState.REACHABLE, id="long-ago"
         ),
         pytest.param([_at("antwort_unlesbar")], ModelState.REACHABLE, id="babbles-but-answers"),
+        # issue 27: no answer at all within the deadline is not "slow".
+        pytest.param([_silent()], ModelState.UNREACHABLE, id="no-answer-at-all"),
+        pytest.param(
+            [_silent("zeitlimit_erstes_token")], ModelState.UNREACHABLE, id="no-first-token"
+        ),
+        pytest.param(
+            [_at("ok", purpose="probe"), _silent()],
+            ModelState.UNREACHABLE,
+            id="lists-its-models-but-does-not-answer",
+        ),
+        pytest.param([_at("zeitlimit_antwort")], ModelState.SLOW, id="answered-past-deadline"),
+        pytest.param([_at("ok"), _silent()], ModelState.SLOW, id="answers-again"),
     ],
 )
 def test_the_state_is_read_from_the_newest_outcomes(
@@ -119,12 +144,14 @@ def test_healthz_probe_feeds_the_badge(fake_llm: FakeOpenAI, user: Any, settings
 
 
 def test_a_slow_answer_makes_the_badge_slow(fake_llm: FakeOpenAI, user: Any, settings: Any) -> None:
-    # The composer may spend 1 s here; an answer after 0.7 s used more than half of it (and one
-    # that runs past the second on a busy machine is a timeout: slow as well).
-    settings.LLM_TOTAL_S = 1.0
-    fake_llm.add("Endlich.", delay_s=0.7)
+    # The responder may spend 2 s here; its first word comes at once and the rest over 2 s, so
+    # the answer used more than half of its time (and one that runs past its deadline on a busy
+    # machine answered all the same: slow as well, never "nicht erreichbar").
+    settings.LLM_TOTAL_S = 2.0
+    fake_llm.add("Endlich bin ich mit allem fertig.", chunk_delay_s=0.4)
 
-    llm.get_gateway().chat(MESSAGES, purpose="composer")
+    events = list(llm.get_gateway().stream(MESSAGES, purpose="responder"))
+    assert events[0].kind == "token"
 
     state, label, _ = _badge(user)
     assert (state, label) == ("langsam", "Sprachmodell langsam")
@@ -134,3 +161,34 @@ def test_the_status_endpoint_needs_a_login() -> None:
     answer = APIClient().get("/api/llm/status/")
     assert answer.status_code in (401, 403)
     assert "detail" in answer.json()
+
+
+NO_ANSWER = "Das Sprachmodell hat nicht geantwortet; hier meine Antwort im Offline-Modus:"
+
+
+def test_a_model_that_never_answers_is_named_in_the_reply_and_the_badge(
+    fake_llm: FakeOpenAI, user: Any, api: APIClient, session: Session, settings: Any
+) -> None:
+    """issue 27: with a model server that takes every request and never answers, the turn ends
+    within its deadline, the reply says the model did not answer, and the badge says "nicht
+    erreichbar" — also after a probe, because the server still lists its models."""
+    settings.LLM_TOTAL_S = 1.0  # every call's deadline
+    fake_llm.add("Zu spät.", first_token_delay_s=60.0, times=20)
+
+    answer = api.post(
+        f"/api/sessions/{session.pk}/messages/", {"text": "Mein Hund heißt Bello."}, format="json"
+    )
+
+    assert answer.status_code == 200, answer.content
+    reply = answer.json()["reply"]
+    assert reply.startswith(NO_ANSWER + "\n\n"), reply
+    assert reply.removeprefix(NO_ANSWER).strip()  # the offline answer follows
+    assert _status(api)["state"] == "nicht_erreichbar"
+    assert llm.ping()  # GET /v1/models still answers
+    status = _status(api)
+    assert (status["state"], status["label"]) == (
+        "nicht_erreichbar",
+        "Sprachmodell nicht erreichbar",
+    )
+    state, label, _ = _badge(user, f"/chat/{session.pk}/")
+    assert (state, label) == ("nicht_erreichbar", "Sprachmodell nicht erreichbar")

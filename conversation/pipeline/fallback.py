@@ -22,7 +22,7 @@ STEP_KEY = "modellschritt"
 # nodes go straight to their offline implementation instead of waiting for it again.
 DOWN_KEY = "modell_ausgefallen"
 
-_TIMEOUT_STEPS = frozenset({llm.STEP_TIMEOUT, llm.STEP_FIRST_TOKEN, llm.STEP_DEADLINE})
+_TIMEOUT_STEPS = llm.TIMEOUT_STEPS
 # Stop or a disconnect: the person ended the turn; no text is sent in place of the model's.
 _CANCEL_STEPS = frozenset({llm.STEP_CANCELLED, "abgebrochen_vom_aufrufer"})
 _DOWN_FAULTS = frozenset({ModelFault.UNREACHABLE, ModelFault.TIMEOUT})
@@ -100,3 +100,26 @@ def down_this_turn(extra: dict[str, Any]) -> str | None:
     """The fault an earlier node of this turn met, if the model is down for this turn."""
     found = extra.get(DOWN_KEY)
     return str(found) if found else None
+
+
+# Said before the offline voice when the configured model gave no answer at all (issue 27): the
+# person learns that the model failed, not merely that the reply is short. Neutral German (no
+# du/Sie), true for every node that met the failure.
+NO_ANSWER_TEXTS: dict[ModelFault, str] = {
+    ModelFault.TIMEOUT: (
+        "Das Sprachmodell hat nicht geantwortet; hier meine Antwort im Offline-Modus:"
+    ),
+    ModelFault.UNREACHABLE: (
+        "Das Sprachmodell ist nicht erreichbar; hier meine Antwort im Offline-Modus:"
+    ),
+}
+
+
+def no_answer_text(fault: str) -> str:
+    """The sentence that names a model which did not answer (``fault``: a ``ModelFault`` value,
+    the responder's own or the one an earlier node of the turn met); empty for any other
+    failure (a model that answered with an error or babble is the node's named fallback)."""
+    try:
+        return NO_ANSWER_TEXTS.get(ModelFault(fault), "")
+    except ValueError:
+        return ""

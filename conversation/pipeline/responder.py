@@ -139,13 +139,16 @@ def run(state: TurnState) -> TurnState:
             if failure is not None:
                 log.details["error"] = failure.message
             log.fallback(fault, step=step)
-            text = offline.responder(messages, hints)
+            voice = offline.responder(messages, hints)
+            # A model that gave no answer at all is named before the offline voice (issue 27).
+            said = fallback.no_answer_text(down or fault)
+            text = f"{said}\n\n{voice}" if said else voice
             for token in llm.split_tokens(text):
                 if state.ttft_ms is None:
                     state.ttft_ms = state.extra["elapsed_ms"]()
                 _emit(state, token)
             state.reply += text
-            state.deviation, new_words = new_word_share(state.reply, state.composer_text)
+            state.deviation, new_words = new_word_share(voice, state.composer_text)
             log.details["abweichung"] = state.deviation
             log.details["neue_woerter"] = new_words[:30]
             state.extra["new_words"] = new_words
