@@ -22,6 +22,7 @@ NODE_LABELS: dict[str, str] = {
     "gedaechtnis": "Gedächtnis",
     "erinnerung": "Erinnerung an die offene Frage",
     "abbruch": "Abbruch",
+    "reaper": "Aufräumer (liegengebliebener Turn)",
 }
 
 OUTCOME_LABELS: dict[str, str] = {
@@ -52,6 +53,7 @@ OUTCOME_LABELS: dict[str, str] = {
     "zitat_ohne_beleg": "Fundstelle ohne Beleg",
     "herkunft_verloren": "Herkunft verloren",
     "gespeichert": "gespeichert",
+    "unterbrochen": "unterbrochen",
     "nichts_gespeichert": "nichts gespeichert",
     "nicht_gespeichert_fehler": "nicht gespeichert (Fehler)",
     "aufgabe_nicht_gespeichert": "nicht gespeichert (Auftrag)",

@@ -213,3 +213,16 @@ def test_the_chat_shows_the_interrupted_turn_with_a_note(
     note = page.index(NOTE)
     assert asked < note
     assert 'class="msg assistant interrupted"' in page and 'data-status="unterbrochen"' in page
+
+
+@pytest.mark.django_db
+def test_the_inspector_names_the_reaper(user: Any, session: Session, dead_owner: str) -> None:
+    lost = _running(session, "Wie heißt mein Hund?", dead_owner)
+    reaper.turns_reap()
+
+    browser = Client()
+    browser.force_login(user)
+    page = browser.get(f"/turns/{lost.pk}/").content.decode()
+
+    assert "Aufräumer (liegengebliebener Turn)" in page
+    assert "unterbrochen" in page
