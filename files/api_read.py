@@ -2,7 +2,8 @@
 
 GET /api/search/?q=…                         {results: [{path, lines, citation, channel,
                                                strength, archived}]}
-GET /api/roots/{id}/file/?path=…&lines=a-b   {path, lines, text}; 404 outside the root or for
+GET /api/roots/{id}/file/?path=…&lines=a-b   {path, lines, text, cut, note}; text at most
+                                               FILES_READ_MAX_CHARS; 404 outside the root or for
                                                another person's root (same answer as missing)
 """
 
@@ -56,7 +57,13 @@ class FileLinesSerializer(serializers.Serializer[reading.ReadResult]):
     path = serializers.CharField()
     lines = serializers.SerializerMethodField()
     text = serializers.CharField()
-    cut = serializers.BooleanField(help_text="the range was cut at the read limit")
+    cut = serializers.BooleanField(
+        help_text="the range was cut at the read limit (lines or FILES_READ_MAX_CHARS characters)"
+    )
+    note = serializers.CharField(
+        source="message",
+        help_text="German note for the person, e.g. „Gekürzt: …“ when cut in characters",
+    )
     changed = serializers.BooleanField(help_text="the file changed since it was indexed")
 
     def get_lines(self, result: reading.ReadResult) -> str:

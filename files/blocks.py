@@ -8,11 +8,17 @@ only thing that carries the provenance across into memory (seed 002 §1a.4).
 Each entry shows, right under its citation, the text of exactly the cited lines, line by line;
 the file's summary stands apart, after it, labelled as being about the whole file — so a model
 cannot attach one section's numbers to another section's citation.
+
+Every entry is bounded in characters (DESIGN.md "Files": every read is bounded in characters
+as well as lines): the cited text at most FILES_RECORD_MAX_CHARS, the summary at most
+SUMMARY_MAX_CHARS; a cut is said ("gekürzt") in the entry's label.
 """
 
 from __future__ import annotations
 
 from typing import Any
+
+from django.conf import settings
 
 HEADER = "[AUFZEICHNUNGEN]"
 # A record from a folder whose index run is still going (the answer may be incomplete).
@@ -40,6 +46,15 @@ OWN_WORK_NOTE = (
     "Aufzeichnungen mit Fundstelle, keine Erinnerung."
 )
 ARCHIVED_LABEL = "archiviert — abgelöst, nicht geltend"
+SUMMARY_MAX_CHARS = 600
+# A citation names a path: a path of 4096 bytes is possible, a prompt line of that is not useful.
+CITATION_MAX_CHARS = 300
+
+
+def _capped(text: str, limit: int) -> tuple[str, bool]:
+    if len(text) <= limit:
+        return text, False
+    return text[:limit].rstrip() + " …", True
 
 
 def _size(size: int) -> str:
@@ -57,8 +72,9 @@ QUOTE = "   │ "
 def _entry(n: int, record: dict[str, Any]) -> str:
     own = record.get("eigentum") == "figur"
     kind = "eigene Funde (Novas früheres Material)" if own else "Material des Nutzers"
+    citation, _ = _capped(str(record["citation"]), CITATION_MAX_CHARS)
     head = (
-        f"{n}. Fundstelle: {record['citation']} · Treffer: {record.get('strength', 'schwach')} · "
+        f"{n}. Fundstelle: {citation} · Treffer: {record.get('strength', 'schwach')} · "
         f"Größe: {_size(int(record.get('size') or 0))} · Herkunft: {kind}"
     )
     lines = [head]
@@ -70,10 +86,17 @@ def _entry(n: int, record: dict[str, Any]) -> str:
         lines.append("   Hinweis: Die Datei hat sich seit dem Indexieren geändert.")
     if record.get("folder_still_indexing"):
         lines.append(f"   Hinweis: {STILL_INDEXING}")
-    excerpt = str(record.get("excerpt") or "")
+    excerpt, chars_cut = _capped(
+        str(record.get("excerpt") or ""), int(settings.FILES_RECORD_MAX_CHARS)
+    )
     if excerpt:
         shown = str(record.get("excerpt_lines") or record.get("lines") or "")
-        if record.get("excerpt_cut"):
+        if chars_cut:
+            label = (
+                f"Text der Fundstelle (gekürzt auf {settings.FILES_RECORD_MAX_CHARS} Zeichen, "
+                f"aus Zeilen {shown}):"
+            )
+        elif record.get("excerpt_cut"):
             label = f"Text der Fundstelle (gekürzt, gezeigt: Zeilen {shown}):"
         else:
             label = f"Text der Fundstelle (Zeilen {shown}):" if shown else "Text der Fundstelle:"
@@ -83,9 +106,12 @@ def _entry(n: int, record: dict[str, Any]) -> str:
         lines.append("   Text der Fundstelle: nicht lesbar.")
     if record.get("summary"):
         path = record.get("path") or str(record["citation"]).rsplit(":", 1)[0]
+        path, _ = _capped(str(path), CITATION_MAX_CHARS)
+        summary, summary_cut = _capped(str(record["summary"]), SUMMARY_MAX_CHARS)
         lines.append(
-            f"   Zusammenfassung der ganzen Datei {path} (nicht nur dieser Fundstelle): "
-            f"{record['summary']}"
+            f"   Zusammenfassung der ganzen Datei {path} (nicht nur dieser Fundstelle"
+            + ("; gekürzt" if summary_cut else "")
+            + f"): {summary}"
         )
     return "\n".join(lines)
 

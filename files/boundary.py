@@ -13,16 +13,28 @@ against the requesting person's boundary only. Nova's own knowledge zone
 
 The same check runs again at every read and every watcher run (``root_path_still_valid``): a
 released folder later swapped for a link (inside or outside the boundary) is not followed.
+Past the check on the path string, the root is opened as a directory descriptor without
+following a link on any component (``files.fsaccess``) and compared with the device and inode
+stored at release (``root_open``); every file is then reached relative to that descriptor.
+
+A root released before identities were stored (``dir_device`` NULL) gets its identity recorded
+by the first check that passes, from the descriptor opened without following any link: that
+descriptor is the directory that sits at the released path right now, reached through real
+directories only, and the path passed the boundary just before — exactly what a fresh release
+would record, never weaker. From then on, a directory exchanged in its place is refused.
 """
 
 from __future__ import annotations
 
+import errno
 import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from django.conf import settings
+
+from files import fsaccess
 
 if TYPE_CHECKING:
     from django.contrib.auth.models import User
@@ -136,7 +148,18 @@ def check(raw: str, *, user: User | None) -> BoundaryResult:
     problem = path_text_problem(raw)
     if problem is not None:
         return problem
-    resolved = resolve_path(raw)
+    try:
+        resolved = resolve_path(raw)
+    except (OSError, ValueError) as exc:
+        # realpath can fail midway when a component is swapped while it resolves (EINVAL from
+        # readlink on what was a link a moment ago): a refusal, never a 500.
+        return BoundaryResult(
+            False,
+            "",
+            "pfad_unlesbar",
+            "Dieser Pfad lässt sich gerade nicht auflösen "
+            f"({getattr(exc, 'strerror', None) or type(exc).__name__}).",
+        )
     shown = str(resolved)
     zone = knowledge_zone()
     if is_inside(resolved, zone) or is_inside(zone, resolved):
@@ -213,10 +236,8 @@ class RootPathCheck:
         return self.outcome not in {"ok", "fehlt"}
 
 
-def root_path_still_valid(root: FileRoot, *, user: User) -> RootPathCheck:
-    """Check a released root again, as at release: the stored path was resolved then, so it
-    must resolve to itself now (a folder swapped for a link resolves elsewhere) and still lie
-    inside ``user``'s boundary (the boundary may have changed since)."""
+def _path_check(root: FileRoot, *, user: User) -> RootPathCheck:
+    """The check on the path string: it must resolve to itself and pass ``user``'s boundary."""
     try:
         resolved = str(resolve_path(root.path))
     except (OSError, ValueError):
@@ -239,3 +260,94 @@ def root_path_still_valid(root: FileRoot, *, user: User) -> RootPathCheck:
         resolved,
         f"Den freigegebenen Ordner {root.path} lese ich nicht mehr: {checked.reason}",
     )
+
+
+def _changed(root: FileRoot, what: str) -> RootPathCheck:
+    return RootPathCheck(
+        "pfad_geaendert",
+        root.path,
+        f"Der freigegebene Ordner {root.path} {what}; dem folge ich nicht. "
+        "Gib den Ordner neu frei, wenn das so gewollt ist.",
+    )
+
+
+@dataclass
+class OpenRoot:
+    """A released root opened as a directory descriptor and checked (``root_open``). Close it
+    (or use it as a context manager); everything below it is reached relative to ``fd``."""
+
+    fd: int
+    path: str
+    device: int
+    inode: int
+
+    def close(self) -> None:
+        if self.fd >= 0:
+            os.close(self.fd)
+            self.fd = -1
+
+    def __enter__(self) -> OpenRoot:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def identity_of(fd: int) -> tuple[int, int]:
+    st = os.fstat(fd)
+    return fsaccess.signed64(st.st_dev), fsaccess.signed64(st.st_ino)
+
+
+def root_open(root: FileRoot, *, user: User) -> OpenRoot | RootPathCheck:
+    """Check ``root`` and open it once: the path string passes the boundary (as at release),
+    then the directory is opened from ``/`` component by component without following a link,
+    and its device and inode must be the ones stored at release. Returns the open root, or the
+    refusal (``pfad_geaendert`` for a link or another directory in its place) or ``fehlt``."""
+    fence = _path_check(root, user=user)
+    if not fence.ok:
+        return fence
+    try:
+        fd = fsaccess.open_dir_path(root.path)
+    except FileNotFoundError:
+        return RootPathCheck("fehlt", root.path, f"Das Verzeichnis {root.path} gibt es nicht.")
+    except fsaccess.BadComponent:
+        return _changed(root, "ist kein gültiger Pfad mehr")
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            return _changed(root, "führt jetzt über eine Verknüpfung")
+        if exc.errno == errno.ENOTDIR:
+            return RootPathCheck(
+                "fehlt", root.path, f"{root.path} ist kein Verzeichnis mehr, sondern eine Datei."
+            )
+        return RootPathCheck(
+            "fehlt",
+            root.path,
+            f"{root.path} lässt sich nicht öffnen ({exc.strerror or type(exc).__name__}).",
+        )
+    device, inode = identity_of(fd)
+    if root.dir_device is None or root.dir_inode is None:
+        # Released before identities were stored (module docstring): record it now.
+        if root.pk is not None:
+            type(root).objects.filter(pk=root.pk, dir_device__isnull=True).update(
+                dir_device=device, dir_inode=inode
+            )
+        root.dir_device, root.dir_inode = device, inode
+    elif (root.dir_device, root.dir_inode) != (device, inode):
+        os.close(fd)
+        return _changed(
+            root,
+            "ist nicht mehr derselbe Ordner wie bei der Freigabe (ausgetauscht oder neu angelegt)",
+        )
+    return OpenRoot(fd, root.path, device, inode)
+
+
+def root_path_still_valid(root: FileRoot, *, user: User) -> RootPathCheck:
+    """Check a released root again, as at release: the stored path was resolved then, so it
+    must resolve to itself now (a folder swapped for a link resolves elsewhere) and still lie
+    inside ``user``'s boundary (the boundary may have changed since); and the directory there,
+    opened without following a link, must be the one released (device and inode)."""
+    opened = root_open(root, user=user)
+    if isinstance(opened, RootPathCheck):
+        return opened
+    opened.close()
+    return RootPathCheck("ok", root.path)

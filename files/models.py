@@ -35,6 +35,13 @@ class FileRoot(models.Model):
     character = models.ForeignKey(Character, on_delete=models.CASCADE)
     # Always the resolved path (symlinks, "..", "~" resolved before the boundary check).
     path = models.TextField()
+    # The released directory's identity (st_dev, st_ino as signed 64-bit), taken from the
+    # descriptor the dry run walked (files.fsaccess): every read and watcher run opens the
+    # root without following a link and refuses a directory that is not this one
+    # (``pfad_geaendert``). NULL for a root released before it was stored: the first check
+    # that passes the boundary records it (files.boundary.root_open).
+    dir_device = models.BigIntegerField(null=True, blank=True)
+    dir_inode = models.BigIntegerField(null=True, blank=True)
     eigentum = models.CharField(max_length=8, choices=Eigentum.choices)
     state = models.CharField(max_length=16, choices=State.choices, default=State.ACTIVE)
     include_globs = models.JSONField(default=list, blank=True)

@@ -4,6 +4,10 @@ Every read resolves the path (symlinks, ``..``) and checks that the result lies 
 the pair's active roots; hidden files are not entered (DESIGN.md "Files"). Before that, each
 root itself is checked again against the person's boundary (``root_path_still_valid``): a root
 swapped for a link is not followed (``pfad_geaendert``), and the reason is kept on the root.
+The resolved string only names the file: the bytes are read through ``boundary.root_open``
+(the root's directory descriptor, checked against the device and inode stored at release)
+and ``fsaccess`` (each component relative to it with ``O_NOFOLLOW``), so a folder swapped
+between the check and the read makes the read fail, never lead out (issue 27).
 
 What a read returns is the *parsed* text, through the same parser the watcher indexed the file
 with (``files.watcher.parsers``): for PDF, DOCX and HTML too, the lines a citation names are
@@ -11,9 +15,11 @@ the lines a read shows. Files are opened with
 ``O_RDONLY | O_NOFOLLOW`` only — nothing here can open a file for writing. A file whose content
 hash differs from the index says so in the result (the read re-checks the hash every time).
 
-Bounds (Open WebUI / Letta use the same kind of caps): at most FILES_READ_MAX_LINES lines per
-read, grep stops at FILES_GREP_MAX_LINES matching lines or FILES_GREP_TIME_LIMIT_S, queries are
-capped at FILES_QUERY_MAX_CHARS; every cut is reported (``cut``) and said in the German text.
+Bounds (Open WebUI / Letta use the same kind of caps): at most FILES_READ_MAX_LINES lines and
+FILES_READ_MAX_CHARS characters per read (one long line is cut inside the line), grep stops
+at FILES_GREP_MAX_LINES matching lines or FILES_GREP_TIME_LIMIT_S (each shown up to
+GREP_LINE_CHARS), queries are capped at FILES_QUERY_MAX_CHARS; every cut is reported (``cut``)
+and said in the German text ("gekürzt").
 """
 
 from __future__ import annotations
@@ -22,6 +28,7 @@ import errno
 import hashlib
 import os
 import re
+import stat
 import threading
 import time
 from collections import OrderedDict
@@ -33,7 +40,8 @@ from django.conf import settings
 from django.contrib.auth.models import User
 
 from conversation.models import Character
-from files.boundary import path_text_problem, root_path_still_valid
+from files import fsaccess
+from files.boundary import RootPathCheck, path_text_problem, root_open, root_path_still_valid
 from files.models import FileRoot, IndexEntry
 from files.watcher.parsers import ParseError, Parser, TextParser, parser_for_format, parser_for_name
 
@@ -42,6 +50,9 @@ from files.watcher.parsers import ParseError, Parser, TextParser, parser_for_for
 MAX_FILE_BYTES = 5 * 1024 * 1024
 # Parsed lines by (content hash, format): a PDF is parsed once, not at every turn that cites it.
 PARSED_CACHE_SIZE = 16
+# A grep match shows this many characters of its line (FILES_GREP_MAX_LINES of them stay well
+# under FILES_READ_MAX_CHARS).
+GREP_LINE_CHARS = 300
 _parsed_cache: OrderedDict[tuple[str, str], list[str]] = OrderedDict()
 _parsed_lock = threading.Lock()
 
@@ -78,7 +89,7 @@ def _refuse(step: str, message: str, *, path: str = "", root_id: int | None = No
 @dataclass(frozen=True)
 class Located:
     root: FileRoot
-    absolute: Path
+    user: User
     rel_path: str
 
 
@@ -139,10 +150,12 @@ def locate(
             return _refuse(
                 "verborgen", "Verborgene Dateien lese ich nicht.", path=path, root_id=root.id
             )
-        found.append(Located(root=root, absolute=candidate, rel_path=rel))
-    if found:
+        found.append(Located(root=root, user=user, rel_path=rel))
+    if len(found) > 1:
         # Without a root id, a relative path may fit several roots: prefer one that has it.
-        return next((f for f in found if _is_file(f.absolute)), found[0])
+        return next((f for f in found if _is_file(f)), found[0])
+    if found:
+        return found[0]
     if fenced is not None:
         return fenced
     return _refuse(
@@ -153,21 +166,27 @@ def locate(
     )
 
 
-def _is_file(path: Path) -> bool:
-    try:
-        return path.is_file()
-    except OSError:  # ENAMETOOLONG and friends: not a file we can read
+def _is_file(located: Located) -> bool:
+    """Whether the root holds a regular file there, looked up through the root's descriptor."""
+    opened = root_open(located.root, user=located.user)
+    if isinstance(opened, RootPathCheck):
         return False
+    with opened:
+        try:
+            st = fsaccess.lstat_at(opened.fd, located.rel_path)
+        except (OSError, ValueError):  # ENAMETOOLONG, a link on the way, a hidden name
+            return False
+    return stat.S_ISREG(st.st_mode)
 
 
-def _read_bytes(absolute: Path, limit: int) -> bytes:
-    # O_NOFOLLOW: the path was resolved and checked; a symlink swapped in since is refused.
-    fd = os.open(absolute, os.O_RDONLY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0))
-    try:
-        with os.fdopen(fd, "rb", closefd=False) as fh:
-            return fh.read(limit + 1)
-    finally:
-        os.close(fd)
+def _read_bytes(located: Located, limit: int) -> bytes | RootPathCheck:
+    """The file's bytes (up to ``limit + 1``) through the root's checked descriptor, each
+    component opened with O_NOFOLLOW; or the root's refusal when it is not the released one."""
+    opened = root_open(located.root, user=located.user)
+    if isinstance(opened, RootPathCheck):
+        return opened
+    with opened:
+        return fsaccess.read_at(opened.fd, located.rel_path, limit)
 
 
 def _parser_for(located: Located, entry: IndexEntry | None) -> Parser:
@@ -209,11 +228,22 @@ def _load(
     parser = _parser_for(located, entry)
     limit = MAX_FILE_BYTES if parser.text_based else int(settings.FILES_MAX_BYTES)
     try:
-        raw = _read_bytes(located.absolute, limit)
+        read = _read_bytes(located, limit)
     except FileNotFoundError:
         return refuse("fort", "Diese Datei gibt es nicht (mehr).")
     except IsADirectoryError:
         return refuse("keine_datei", "Das ist ein Ordner, keine Datei.")
+    except fsaccess.NotAFile:
+        return refuse(
+            "keine_datei", "Das ist keine gewöhnliche Datei (etwa eine Pipe); die lese ich nicht."
+        )
+    except fsaccess.HiddenName:
+        return refuse("verborgen", "Verborgene Dateien lese ich nicht.")
+    except fsaccess.BadComponent:
+        return refuse(
+            "ausserhalb",
+            "Dieser Pfad liegt außerhalb der freigegebenen Verzeichnisse; den lese ich nicht.",
+        )
     except OSError as exc:
         if exc.errno == errno.ELOOP:
             return refuse(
@@ -227,6 +257,13 @@ def _load(
             "nicht_lesbar",
             f"Die Datei lässt sich nicht lesen ({exc.strerror or type(exc).__name__}).",
         )
+    if isinstance(read, RootPathCheck):
+        if read.refused:
+            if located.root.last_error != read.reason:
+                FileRoot.objects.filter(pk=located.root.pk).update(last_error=read.reason)
+            return refuse(read.outcome, read.reason)
+        return refuse("fort", "Diese Datei gibt es nicht (mehr).")
+    raw = read
     if len(raw) > limit:
         if not parser.text_based:
             return refuse(
@@ -300,9 +337,54 @@ def zeilen_lesen(
     if end - start + 1 > max_lines:
         end = start + max_lines - 1
         result.cut = True
+    text, end = _bounded_text(lines, start, end, result)
     result.line_start, result.line_end = start, end
-    result.text = "\n".join(lines[start - 1 : end])
+    result.text = text
     result.extra["total_lines"] = len(lines)
+    return result
+
+
+def chars_cut_note(limit: int) -> str:
+    return (
+        f"Gekürzt: mehr als {limit} Zeichen; gezeigt werden die ersten {limit} Zeichen, "
+        "der Rest der Zeilen fehlt hier."
+    )
+
+
+def _bounded_text(lines: list[str], start: int, end: int, result: ReadResult) -> tuple[str, int]:
+    """Lines ``start``..``end`` joined, at most FILES_READ_MAX_CHARS characters: a long line
+    is cut inside the line, ``end`` becomes the last line shown (even partly), and the result
+    says "gekürzt" (``cut``, ``extra['cut_chars']`` and the German ``message``)."""
+    limit = int(settings.FILES_READ_MAX_CHARS)
+    parts: list[str] = []
+    used = 0
+    for number in range(start, end + 1):
+        line = lines[number - 1]
+        need = len(line) + (1 if parts else 0)
+        if used + need > limit:
+            room = limit - used - (1 if parts else 0)
+            if room > 0 or not parts:
+                parts.append(line[: max(room, 0)])
+                end = number
+            else:
+                end = number - 1
+            result.cut = True
+            result.extra["cut_chars"] = limit
+            result.message = chars_cut_note(limit)
+            break
+        parts.append(line)
+        used += need
+    return "\n".join(parts), end
+
+
+def _cap_text(result: ReadResult) -> ReadResult:
+    """A text not built from file lines (zoom levels 1 and 2) bounded the same way."""
+    limit = int(settings.FILES_READ_MAX_CHARS)
+    if len(result.text) > limit:
+        result.text = result.text[:limit]
+        result.cut = True
+        result.extra["cut_chars"] = limit
+        result.message = chars_cut_note(limit)
     return result
 
 
@@ -397,13 +479,15 @@ def zoom(*, user: User, character: Character, entry: IndexEntry, level: int) -> 
         return located
     if level <= 1:
         text = f"{entry.topic}\n{entry.summary}\nStichwörter: {', '.join(entry.keywords)}"
-        return ReadResult(
-            status="ok",
-            root_id=entry.root_id,
-            path=entry.rel_path,
-            line_start=1,
-            line_end=entry.line_count,
-            text=text.strip(),
+        return _cap_text(
+            ReadResult(
+                status="ok",
+                root_id=entry.root_id,
+                path=entry.rel_path,
+                line_start=1,
+                line_end=entry.line_count,
+                text=text.strip(),
+            )
         )
     if level == 2:
         blocks = block_map_of(entry)
@@ -413,13 +497,15 @@ def zoom(*, user: User, character: Character, entry: IndexEntry, level: int) -> 
             # Numbered by position (1-based) as a person counts; ordinals are storage keys.
             for n, b in enumerate(blocks, start=1)
         )
-        return ReadResult(
-            status="ok",
-            root_id=entry.root_id,
-            path=entry.rel_path,
-            line_start=1,
-            line_end=entry.line_count,
-            text=text,
+        return _cap_text(
+            ReadResult(
+                status="ok",
+                root_id=entry.root_id,
+                path=entry.rel_path,
+                line_start=1,
+                line_end=entry.line_count,
+                text=text,
+            )
         )
     return zeilen_lesen(
         user=user, character=character, path=entry.rel_path, start=1, root_id=entry.root_id
@@ -497,8 +583,17 @@ def datei_grep(
         for rid, rel, lines in files:
             for number, line in enumerate(lines, start=1):
                 if match(line):
+                    shown = line.strip()
+                    match_cut = len(shown) > GREP_LINE_CHARS
                     result.matches.append(
-                        {"root_id": rid, "path": rel, "line": number, "text": line.strip()[:300]}
+                        {
+                            "root_id": rid,
+                            "path": rel,
+                            "line": number,
+                            # A matching line is shown up to GREP_LINE_CHARS, "gekürzt" said.
+                            "text": shown[:GREP_LINE_CHARS] + (" … (gekürzt)" if match_cut else ""),
+                            "cut": match_cut,
+                        }
                     )
                     if len(result.matches) >= settings.FILES_GREP_MAX_LINES:
                         result.cut, result.cut_reason = True, "zeilen"

@@ -44,6 +44,9 @@ class ReleasePreview:
     reason: str
     resolved_path: str
     dry_run: dict[str, Any] = field(default_factory=dict)
+    # (st_dev, st_ino) of the directory the dry run walked: stored on the root as the released
+    # directory's identity (DESIGN.md "Files"; files.boundary.root_open compares it).
+    identity: tuple[int, int] | None = None
 
     @property
     def status(self) -> str:
@@ -74,14 +77,21 @@ def root_release_preview(
     existing = FileRoot.objects.filter(
         user=user, character=character, path=checked.resolved
     ).first()
-    if existing is not None and existing.state == FileRoot.State.ACTIVE:
+    # A root refused as no longer the released directory (``pfad_geaendert``) may be released
+    # anew at the same path: the person sees the dry run of what is there now and confirms.
+    changed = (
+        existing is not None
+        and existing.state in {FileRoot.State.ACTIVE, FileRoot.State.SUSPENDED}
+        and boundary.root_path_still_valid(existing, user=user).outcome == "pfad_geaendert"
+    )
+    if existing is not None and existing.state == FileRoot.State.ACTIVE and not changed:
         return ReleasePreview(
             False,
             "schon_freigegeben",
             f"{checked.resolved} ist schon freigegeben.",
             checked.resolved,
         )
-    if existing is not None and existing.state == FileRoot.State.SUSPENDED:
+    if existing is not None and existing.state == FileRoot.State.SUSPENDED and not changed:
         return ReleasePreview(
             False,
             "stillgelegt",
@@ -95,7 +105,9 @@ def root_release_preview(
         exclude=_globs(exclude_globs),
         max_bytes=settings.FILES_MAX_BYTES,
     )
-    return ReleasePreview(True, "rueckfrage", "", checked.resolved, report.as_json())
+    return ReleasePreview(
+        True, "rueckfrage", "", checked.resolved, report.as_json(), report.identity
+    )
 
 
 def _check_eigentum(eigentum: str) -> None:
@@ -146,6 +158,13 @@ def root_request(
             "exclude_globs": _globs(exclude_globs),
             "dry_run": preview.dry_run,
             "file_count_at_release": preview.dry_run.get("files", 0),
+            # The directory the person saw counted; None when the dry run could not open it
+            # (then the check at confirm records it, files.boundary.root_open).
+            "dir_device": preview.identity[0] if preview.identity else None,
+            "dir_inode": preview.identity[1] if preview.identity else None,
+            # A new release: rows of an earlier one at this path are verified by hash, not
+            # kept by the fast path.
+            "last_full_hash_at": None,
         },
     )
     return preview, root

@@ -6,7 +6,11 @@
 - Atomic replace: a hidden temp file in the same folder, fsync, rename over the target, fsync
   of the folder. A reader sees the old bytes or the new ones, never a mix.
 - Every open is relative to the folder's descriptor with ``O_NOFOLLOW``: a link swapped in
-  after the target check is refused, not followed.
+  after the target check is refused, not followed. The folder itself is opened from ``/`` one
+  component at a time, each with ``O_DIRECTORY | O_NOFOLLOW`` (``files.fsaccess``): a folder
+  on the way swapped for a link (``renameat2(…, RENAME_EXCHANGE)``) makes the open fail with
+  ELOOP instead of leading out of the zone. Paths here are resolved by
+  ``zone.schreibziel_pruefen`` first, so a link by configuration never reaches this module.
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ from pathlib import Path
 
 from django.db import connection
 
+from files.fsaccess import open_dir_path
 from knowledge import conf
 
 # pg_advisory_lock(classid, objid): classid names the knowledge write layer ("NK" + 1).
@@ -61,7 +66,7 @@ def hook(point: str) -> None:
 
 @contextmanager
 def _dir_fd(folder: Path) -> Iterator[int]:
-    fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+    fd = open_dir_path(str(folder))
     try:
         yield fd
     finally:
@@ -123,17 +128,19 @@ def remove_stale_temps(path: Path) -> int:
     removed = 0
     prefix = f".{path.name}."
     try:
-        names = os.listdir(path.parent)
+        dfd = open_dir_path(str(path.parent))
     except FileNotFoundError:
         return 0
-    with _dir_fd(path.parent) as dfd:
-        for name in names:
+    try:
+        for name in os.listdir(dfd):
             if name.startswith(prefix) and name.endswith(".tmp"):
                 try:
                     os.unlink(name, dir_fd=dfd)
                     removed += 1
                 except FileNotFoundError:
                     pass
+    finally:
+        os.close(dfd)
     return removed
 
 

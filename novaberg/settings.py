@@ -355,6 +355,10 @@ FILES_HNSW_EF_SEARCH = env_int("NOVABERG_FILES_HNSW_EF_SEARCH", 400, minimum=1)
 FILES_RRF_K = env_int("NOVABERG_FILES_RRF_K", 60, minimum=1)
 FILES_LEXICAL_WEIGHT = env_float("NOVABERG_FILES_LEXICAL_WEIGHT", 1.0)
 FILES_READ_MAX_LINES = env_int("NOVABERG_FILES_READ_MAX_LINES", 200, minimum=1)
+# Every read is bounded in characters as well (one long line is cut inside the line, said
+# "gekürzt"); each [AUFZEICHNUNGEN] record shows at most FILES_RECORD_MAX_CHARS of its text.
+FILES_READ_MAX_CHARS = env_int("NOVABERG_FILES_READ_MAX_CHARS", 20_000, minimum=100)
+FILES_RECORD_MAX_CHARS = env_int("NOVABERG_FILES_RECORD_MAX_CHARS", 1_500, minimum=100)
 FILES_GREP_MAX_LINES = env_int("NOVABERG_FILES_GREP_MAX_LINES", 50, minimum=1)
 FILES_GREP_TIME_LIMIT_S = env_float("NOVABERG_FILES_GREP_TIME_LIMIT_S", 2.0)
 FILES_QUERY_MAX_CHARS = env_int("NOVABERG_FILES_QUERY_MAX_CHARS", 300, minimum=10)

@@ -15,6 +15,7 @@ from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from conversation.models import Character
+from files import fsaccess
 from files.models import FileRoot, IndexEntry
 from files.tests.watcher_helpers import make_root, seed_completed_rows, write
 from files.watcher import index_root_run, scan
@@ -102,20 +103,32 @@ def _found(path: Path, size: int) -> scan.Found:
     return scan.Found("x.md", str(path), size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, "md")
 
 
+def _read(path: Path, size: int, max_bytes: int) -> tuple[str, bytes, scan.Found]:
+    root_fd = fsaccess.open_dir_path(str(path.parent))
+    dirs = fsaccess.DirCache(root_fd)
+    try:
+        return run_module._read_and_hash(_found(path, size), max_bytes, dirs)
+    finally:
+        dirs.close()
+        os.close(root_fd)
+
+
 def test_a_file_that_grew_after_the_walk_is_hashed_whole(tmp_path: Path) -> None:
     path = write(tmp_path, "x.md", "a" * 5000 + "b" * 3_000_000)
 
-    digest, data = run_module._read_and_hash(_found(path, 4096), max_bytes=10**7)
+    digest, data, found = _read(path, 4096, max_bytes=10**7)
 
     assert data == path.read_bytes()
     assert digest == hashlib.sha256(path.read_bytes()).hexdigest()
+    # The row's key is the descriptor's, not the walk's stale size.
+    assert found.size == len(data)
 
 
 def test_a_file_that_grew_past_the_limit_is_too_large(tmp_path: Path) -> None:
     path = write(tmp_path, "x.md", "a" * 9000)
 
     with pytest.raises(run_module._TooLarge):
-        run_module._read_and_hash(_found(path, 4000), max_bytes=8000)
+        _read(path, 4000, max_bytes=8000)
 
 
 def test_full_hash_rescan_reads_every_file_and_finds_them_unchanged(root: FileRoot) -> None:

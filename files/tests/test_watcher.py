@@ -322,7 +322,8 @@ def test_read_only_guarantee(
     real_os_open, real_open = os.open, builtins.open
 
     def audit_os_open(path: Any, flags: int, *args: Any, **kwargs: Any) -> int:
-        if str(path).startswith(prefix):
+        # Files under the root are opened by name relative to a directory descriptor.
+        if str(path).startswith(prefix) or kwargs.get("dir_fd") is not None:
             opened.append((str(path), "w" if flags & write_flags else "r"))
         return real_os_open(path, flags, *args, **kwargs)
 
@@ -348,12 +349,11 @@ def test_unreadable_file_is_counted_and_the_run_goes_on(
     root: FileRoot, tree: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     real = scan.open_readonly
-    target = str(tree / "notiz.txt")
 
-    def deny(path: str) -> int:
-        if path == target:
-            raise PermissionError(13, "Permission denied", path)
-        return real(path)
+    def deny(directory: int, name: str) -> int:
+        if name == "notiz.txt":
+            raise PermissionError(13, "Permission denied", name)
+        return real(directory, name)
 
     monkeypatch.setattr(scan, "open_readonly", deny)
     report = index_root_run(root_id=root.pk, full_hash=True)
@@ -366,12 +366,11 @@ def test_unreadable_file_is_counted_and_the_run_goes_on(
 def test_file_deleted_mid_scan(root: FileRoot, tree: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     index_root_run(root_id=root.pk)
     real = scan.open_readonly
-    target = str(tree / "notiz.txt")
 
-    def vanish(path: str) -> int:
-        if path == target:
-            os.unlink(path)  # deleted between the walk and the read
-        return real(path)
+    def vanish(directory: int, name: str) -> int:
+        if name == "notiz.txt":
+            os.unlink(name, dir_fd=directory)  # deleted between the walk and the read
+        return real(directory, name)
 
     monkeypatch.setattr(scan, "open_readonly", vanish)
     report = index_root_run(root_id=root.pk, full_hash=True)

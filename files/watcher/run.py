@@ -3,6 +3,11 @@
 Rules this module carries:
 - Read-only: files are opened only through ``scan.open_readonly``; nothing is written under
   the root.
+- Nothing is reached by path: the root is opened once (``boundary.root_open``: no link on any
+  component, the device and inode stored at release), the walk lists and lstats relative to
+  it, and each file is read relative to its directory's descriptor, so a folder swapped for a
+  link during the run makes a file unreadable, never stored with outside content. The row's
+  fast-path key is the fstat of the descriptor the content was read from (issue 27).
 - Change detection by content: sha256, streamed. Beyond the seed, a fast path skips the read
   when (size, mtime_ns, ctime_ns, inode) are unchanged: a tool can set mtime back but not
   ctime, so a same-size-same-mtime rewrite still changes the key. A periodic full-hash run
@@ -21,6 +26,7 @@ Rules this module carries:
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import logging
 import os
@@ -38,7 +44,8 @@ from django.conf import settings
 from django.db import connection, transaction
 from django.utils import timezone
 
-from files.boundary import root_path_still_valid
+from files import fsaccess
+from files.boundary import RootPathCheck, root_open
 from files.indexing import FileToIndex, RefreshResult, RefreshStatus, index_entries_refresh
 from files.models import FileRoot, IndexEntry, IndexRun
 from files.watcher import scan
@@ -146,14 +153,20 @@ def root_lock(root_id: int) -> Iterator[bool]:
                 cur.execute("SELECT pg_advisory_unlock(%s, %s)", [LOCK_CLASS, root_id])
 
 
-def _read_and_hash(found: scan.Found, max_bytes: int) -> tuple[str, bytes]:
-    """sha256 of the whole file; the bytes are kept for parsing (size-limited).
+def _read_and_hash(
+    found: scan.Found, max_bytes: int, dirs: fsaccess.DirCache
+) -> tuple[str, bytes, scan.Found]:
+    """sha256 of the whole file; the bytes are kept for parsing (size-limited), with ``found``
+    carrying the fast-path key of the descriptor the bytes came from (fstat right after the
+    open, relative to the root's descriptor: the key and the content are the same file's).
 
     The first read asks for the size the walk saw plus one byte, so a file that did not grow
     is read in one call and its EOF in a second; a file that grew is read on in 1 MiB chunks
     (never a 1 MiB buffer for a 4 KiB file)."""
-    fd = scan.open_readonly(found.path)
+    parent, _, name = found.rel_path.rpartition("/")
+    fd = scan.open_readonly(dirs.directory(parent), name)
     try:
+        st = os.fstat(fd)
         first = os.read(fd, min(found.size, max_bytes) + 1)
         chunks = [first]
         total = len(first)
@@ -170,7 +183,11 @@ def _read_and_hash(found: scan.Found, max_bytes: int) -> tuple[str, bytes]:
     finally:
         os.close(fd)
     data = chunks[0] if len(chunks) == 1 else b"".join(chunks)
-    return hashlib.sha256(data).hexdigest(), data
+    if (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino) != found[2:6]:
+        found = found._replace(
+            size=st.st_size, mtime_ns=st.st_mtime_ns, ctime_ns=st.st_ctime_ns, inode=st.st_ino
+        )
+    return hashlib.sha256(data).hexdigest(), data, found
 
 
 class _TooLarge(Exception):
@@ -189,10 +206,14 @@ class _Run:
         *,
         full_hash: bool,
         on_progress: ProgressFn | None,
+        root_fd: int,
     ) -> None:
         self.root = root
         self.run = run
         self.root_path = Path(root.path)
+        # The root's checked descriptor: the walk and every read go through it.
+        self.root_fd = root_fd
+        self.dirs = fsaccess.DirCache(root_fd)
         self.full_hash = full_hash
         self.on_progress = on_progress
         self.counts = empty_counts()
@@ -279,7 +300,9 @@ class _Run:
             # PQconsumeInput between directories: the rows move into libpq's buffer as they
             # arrive, so the server never waits on a full socket while the walk runs.
             self.fast = scan.FastPath(keys.fetchall, poll=raw.pgconn.consume_input)
-            items = list(scan.walk(self.root_path, fast=self.fast, **walk_args))
+            items = list(
+                scan.walk(self.root_path, fast=self.fast, dir_fd=self.root_fd, **walk_args)
+            )
             self.fast.ready()  # fetched within the pipeline (the walk may have had no entry)
             row = stale.fetchone()
             self.stale_rows = bool(row and row[0])
@@ -299,7 +322,7 @@ class _Run:
         }
         if self.full_hash:
             existing = {row[0]: row for row in self._rows(KNOWN_SQL, [pk])}
-            items = list(scan.walk(self.root_path, **walk_args))
+            items = list(scan.walk(self.root_path, dir_fd=self.root_fd, **walk_args))
         else:
             items = self._walk_beside_the_keys(walk_args)
             fast = self.fast
@@ -347,7 +370,7 @@ class _Run:
     def one_file(self, item: scan.Found, known: Known | None) -> None:
         """A file the fast path did not settle: read, hash, and learn it if it changed."""
         try:
-            digest, data = _read_and_hash(item, self.max_bytes)
+            digest, data, item = _read_and_hash(item, self.max_bytes, self.dirs)
         except _TooLarge:
             self.skip(item.rel_path, scan.TOO_LARGE)
             return
@@ -355,12 +378,23 @@ class _Run:
             # Deleted between the walk and the read: it is gone, marked at the end.
             self.skip(item.rel_path, scan.VANISHED)
             return
+        except fsaccess.NotAFile:
+            self.skip(item.rel_path, scan.NOT_A_FILE)
+            return
+        except (fsaccess.HiddenName, fsaccess.BadComponent):
+            self.skip(item.rel_path, scan.HIDDEN)
+            return
         except PermissionError as exc:
             self.present.add(item.rel_path)
             self.error("nicht_lesbar", item.rel_path, str(exc))
             return
         except OSError as exc:
             self.present.add(item.rel_path)
+            if exc.errno == errno.ELOOP:
+                # A link swapped in for the file or a folder on its way since the walk: not
+                # followed, and the row keeps what it had (the next run sees the link).
+                self.error("link_schleife", item.rel_path, str(exc))
+                return
             self.error("lesefehler", item.rel_path, str(exc))
             return
         if known is not None and known.inhalt_hash == digest:
@@ -533,9 +567,10 @@ def _index_root(
             note="Der Ordner ist nicht aktiv; nichts gelesen.",
         )
         return RunReport(root.pk, "nicht_aktiv", full, run_id=run.pk)
-    # DESIGN.md "Files": boundary and resolved path again at every run (a swapped link).
-    fence = root_path_still_valid(root, user=root.user)
-    if fence.refused:
+    # DESIGN.md "Files": boundary and resolved path again at every run (a swapped link), and
+    # the root opened once as a descriptor that is the released directory (device, inode).
+    opened = root_open(root, user=root.user)
+    if isinstance(opened, RootPathCheck) and opened.refused:
         run_publish(
             run=run,
             state=IndexRun.State.ABORTED,
@@ -543,14 +578,20 @@ def _index_root(
             total=0,
             counts={},
             finished=True,
-            note=fence.reason,
-            root_fields={"last_error": fence.reason},
+            note=opened.reason,
+            root_fields={"last_error": opened.reason},
         )
-        return RunReport(root.pk, fence.outcome, full, run_id=run.pk)
+        return RunReport(root.pk, opened.outcome, full, run_id=run.pk)
     started = run.started_at or timezone.now()
-    worker = _Run(root, run, full_hash=full, on_progress=on_progress)
     try:
-        total, counts = worker.execute()
+        if isinstance(opened, RootPathCheck):
+            raise scan.RootMissing(root.path)
+        worker = _Run(root, run, full_hash=full, on_progress=on_progress, root_fd=opened.fd)
+        try:
+            total, counts = worker.execute()
+        finally:
+            worker.dirs.close()
+            opened.close()
     except scan.RootMissing:
         counts = empty_counts()
         counts["root_missing"] = True

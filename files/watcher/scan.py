@@ -3,6 +3,11 @@
 Shared by the dry run the gate shows and by the watcher itself, so the count the person
 consented to and the count the watcher indexes come from the same rules. Nothing here opens a
 file for writing; files are opened only through ``open_readonly``.
+
+The walk lists every directory through a descriptor reached from the root's descriptor one
+component at a time without following a link (``files.fsaccess``), and takes every lstat it
+needs while that descriptor is open: a directory swapped for a link during the walk is not
+entered, and the fast path's key is the key of the file below the root (issue 27).
 """
 
 from __future__ import annotations
@@ -17,7 +22,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import NamedTuple
 
-from files.boundary import is_inside
+from files import fsaccess
+from files.boundary import identity_of, is_inside
 from files.watcher.parsers import BINARY_PROBE, PARSERS, Parser, looks_binary
 
 # Skip reasons (German names, shown in the UI and the gate).
@@ -120,21 +126,23 @@ class FastPath:
 _by_name = operator.attrgetter("name")
 
 
-# One directory listed ahead: its regular files (lstat cached by the entry), and the rest.
-_Listing = tuple[list[os.DirEntry[str]], list[os.DirEntry[str]]]
+# One directory listed ahead: its regular files (lstat cached by the entry), the rest, the
+# skip reasons found while its descriptor was open (links, vanished entries) by name, and its
+# path relative to the root with a trailing "/" ("" for the root).
+_Listing = tuple[list[os.DirEntry[str]], list[os.DirEntry[str]], dict[str, str], str]
 
 
 def _settle(
-    listing: _Listing, fast: FastPath, cut: int, include: list[str], exclude: list[str]
+    listing: _Listing, fast: FastPath, include: list[str], exclude: list[str]
 ) -> list[os.DirEntry[str]]:
     """One directory's fast path (``FastPath``): settle the files whose key is stored, return
     every other entry for the full rules. One dict look-up per file."""
     keys = fast.ready()
-    files, rest = listing
+    files, rest, _, prefix = listing
     globs = bool(include or exclude)
     settled = 0
     for entry in files:
-        rel = entry.path[cut:]
+        rel = prefix + entry.name
         key = keys.get(rel)
         if key is not None:
             st = entry.stat(follow_symlinks=False)  # cached by ``_list_ahead``
@@ -153,10 +161,11 @@ def _settle(
     return rest
 
 
-def open_readonly(path: str) -> int:
-    """The only way the file service opens a file: O_RDONLY, never following a final symlink
-    (a link swapped in after the walk must not lead out of the root)."""
-    return os.open(path, os.O_RDONLY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0))
+def open_readonly(directory: int, name: str) -> int:
+    """The only way the file service opens a file: O_RDONLY | O_NOFOLLOW, relative to the
+    descriptor of its directory (reached from the root's without following a link); a regular
+    file only (``fsaccess.open_file_in``)."""
+    return fsaccess.open_file_in(directory, name)
 
 
 def _matches(rel_path: str, globs: list[str]) -> bool:
@@ -170,13 +179,14 @@ def _excluded(rel_path: str, include: list[str], exclude: list[str]) -> bool:
     )
 
 
-def _link_reason(entry_path: str, root: Path) -> str:
+def _link_reason(directory: int, name: str, root: str, rel: str) -> str:
+    """Why a link is skipped: a label only, never followed to read anything."""
     try:
-        os.stat(entry_path)
+        os.stat(name, dir_fd=directory)
     except OSError as exc:
         return LINK_LOOP if exc.errno == errno.ELOOP else LINK_BROKEN
-    target = Path(os.path.realpath(entry_path))
-    if not is_inside(target, root):
+    target = Path(os.path.realpath(os.path.join(root, rel)))
+    if not is_inside(target, Path(root)):
         return LINK_OUT
     # Pointing inside: the target is walked under its own path; following would index it twice
     # or, for a directory, loop.
@@ -190,66 +200,106 @@ def walk(
     exclude: list[str] | None = None,
     max_bytes: int,
     fast: FastPath | None = None,
+    dir_fd: int | None = None,
 ) -> Iterator[Found | Skip]:
     """Yield every file the watcher would read and every skip with its reason, in a stable
     (sorted) order. Raises ``RootMissing`` when ``root`` itself cannot be listed.
 
+    ``dir_fd`` is the root's checked descriptor (``boundary.root_open``); without one the walk
+    opens ``root`` itself, component by component without following a link. ``Found.path`` is
+    informational: files are opened relative to the directory descriptors, never by it.
+
     With ``fast`` (a rescan), files whose stored key still matches are settled in place and
     not yielded (``FastPath``); the rest comes in the same order as without it."""
-    include = include or []
-    exclude = exclude or []
-    try:
-        if not root.is_dir():
-            raise RootMissing(str(root))
-    except OSError as exc:
-        raise RootMissing(str(root)) from exc
     root_str = str(root)
-    cut = len(root_str) + 1
-    stack: list[str] = [root_str]
-    # Directories listed but not yet yielded: (listing, or None with the skip reason).
+    if dir_fd is not None:
+        yield from _walk_fd(dir_fd, root_str, include or [], exclude or [], max_bytes, fast)
+        return
+    try:
+        own = fsaccess.open_dir_path(root_str)
+    except (OSError, ValueError) as exc:
+        raise RootMissing(root_str) from exc
+    try:
+        yield from _walk_fd(own, root_str, include or [], exclude or [], max_bytes, fast)
+    finally:
+        os.close(own)
+
+
+def _walk_fd(
+    root_fd: int,
+    root_str: str,
+    include: list[str],
+    exclude: list[str],
+    max_bytes: int,
+    fast: FastPath | None,
+) -> Iterator[Found | Skip]:
+    stack: list[str] = [""]
+    # Directories listed but not yet yielded: (rel path, listing or None, the skip reason).
     pending: list[tuple[str, _Listing | None, str]] = []
     buffered = 0
     while stack:
-        directory = stack.pop()
+        rel_dir = stack.pop()
         try:
-            with os.scandir(directory) as it:
-                entries = list(it)
+            if rel_dir:
+                directory = fsaccess.open_dir_at(root_fd, rel_dir.split("/"))
+            else:
+                directory = root_fd
         except FileNotFoundError:
-            if directory == root_str:
-                raise RootMissing(root_str) from None
-            pending.append((directory, None, VANISHED))
-        except OSError:
-            if directory == root_str:
-                raise RootMissing(root_str) from None
-            pending.append((directory, None, UNREADABLE))
+            pending.append((rel_dir, None, VANISHED))
+        except (OSError, ValueError):
+            # A link swapped in since the listing, or no longer readable: not entered.
+            pending.append((rel_dir, None, UNREADABLE))
         else:
-            subdirs, listing = _list_ahead(entries, keyed=fast is not None)
-            # Depth-first in name order: push reversed so the first name is walked first.
-            stack.extend(reversed(subdirs))
-            pending.append((directory, listing, ""))
-            buffered += len(entries)
+            try:
+                with os.scandir(directory) as it:
+                    entries = list(it)
+                prefix = rel_dir + "/" if rel_dir else ""
+                subdirs, listing = _list_ahead(
+                    entries, directory, root_str, prefix, keyed=fast is not None
+                )
+            except FileNotFoundError:
+                if not rel_dir:
+                    raise RootMissing(root_str) from None
+                pending.append((rel_dir, None, VANISHED))
+            except OSError:
+                if not rel_dir:
+                    raise RootMissing(root_str) from None
+                pending.append((rel_dir, None, UNREADABLE))
+            else:
+                # Depth-first in name order: push reversed so the first name is walked first.
+                stack.extend(reversed(subdirs))
+                pending.append((rel_dir, listing, ""))
+                buffered += len(entries)
+            finally:
+                if directory != root_fd:
+                    os.close(directory)
         if fast is not None and fast.keys is None and buffered < LOOKAHEAD_ENTRIES and stack:
             if fast.poll is not None:
                 fast.poll()
             continue  # list on while the stored keys are still loading
         for listed, held, reason in pending:
             if held is None:
-                yield Skip(os.path.relpath(listed, root_str), reason)
+                yield Skip(listed, reason)
                 continue
-            rest = _settle(held, fast, cut, include, exclude) if fast is not None else held[1]
-            yield from _items(rest, root, cut, include, exclude, max_bytes)
+            rest = _settle(held, fast, include, exclude) if fast is not None else held[1]
+            yield from _items(rest, held[2], held[3], root_str, include, exclude, max_bytes)
         pending.clear()
         buffered = 0
 
 
-def _list_ahead(entries: list[os.DirEntry[str]], *, keyed: bool) -> tuple[list[str], _Listing]:
-    """The subdirectories the walk enters (name order), under ``_items``' rules: a name that
-    is valid UTF-8 and not hidden, a directory that is not a symlink. With ``keyed`` (a
-    rescan), every regular file with a name that is not hidden is lstat-ed now (one syscall,
-    cached by the entry) and kept apart for ``_settle``, while the stored keys load."""
+def _list_ahead(
+    entries: list[os.DirEntry[str]], directory: int, root: str, prefix: str, *, keyed: bool
+) -> tuple[list[str], _Listing]:
+    """The subdirectories the walk enters (name order, relative to the root), under
+    ``_items``' rules: a name that is valid UTF-8 and not hidden, a directory that is not a
+    symlink. Every syscall an entry needs happens here, while ``directory`` is open (an entry
+    of ``os.scandir(fd)`` stats relative to that descriptor): the lstat of every regular file
+    with a name that is not hidden (cached by the entry) and the reason of every link. With
+    ``keyed`` (a rescan), the regular files are kept apart for ``_settle``."""
     subdirs: list[str] = []
     files: list[os.DirEntry[str]] = []
-    rest: list[os.DirEntry[str]] = [] if keyed else entries
+    rest: list[os.DirEntry[str]] = []
+    notes: dict[str, str] = {}
     for entry in entries:
         name = entry.name
         try:
@@ -258,31 +308,39 @@ def _list_ahead(entries: list[os.DirEntry[str]], *, keyed: bool) -> tuple[list[s
             elif entry.is_dir(follow_symlinks=False):
                 if not name.isascii():
                     name.encode("utf-8")
-                subdirs.append(entry.path)
-            elif keyed and entry.is_file(follow_symlinks=False):
+                subdirs.append(prefix + name)
+            elif entry.is_symlink():
+                notes[name] = _link_reason(directory, name, root, prefix + name)
+            elif entry.is_file(follow_symlinks=False):
                 entry.stat(follow_symlinks=False)
-                files.append(entry)
-                continue
-        except (OSError, UnicodeEncodeError):
+                if keyed:
+                    files.append(entry)
+                    continue
+        except FileNotFoundError:
+            notes[name] = VANISHED
+        except OSError:
+            notes[name] = UNREADABLE
+        except UnicodeEncodeError:
             pass  # ``_items`` names the reason
-        if keyed:
-            rest.append(entry)
+        rest.append(entry)
     subdirs.sort()
-    return subdirs, (files, rest)
+    return subdirs, (files, rest, notes, prefix)
 
 
 def _items(
     entries: list[os.DirEntry[str]],
-    root: Path,
-    cut: int,
+    notes: dict[str, str],
+    prefix: str,
+    root: str,
     include: list[str],
     exclude: list[str],
     max_bytes: int,
 ) -> Iterator[Found | Skip]:
-    """One directory's files and skips with their reasons, in name order."""
+    """One directory's files and skips with their reasons, in name order. No syscall: what
+    an entry needs was taken by ``_list_ahead`` while its directory was open."""
     entries.sort(key=_by_name)
     for entry in entries:
-        rel = entry.path[cut:]
+        rel = prefix + entry.name
         try:
             if not rel.isascii():
                 rel.encode("utf-8")
@@ -293,16 +351,20 @@ def _items(
         if entry.name.startswith("."):
             yield Skip(rel, HIDDEN)
             continue
+        noted = notes.get(entry.name)
+        if noted is not None:
+            yield Skip(rel, noted)
+            continue
         try:
             if entry.is_symlink():
-                yield Skip(rel, _link_reason(entry.path, root))
+                yield Skip(rel, LINK_BROKEN)  # a link always has a note; never followed
                 continue
             if entry.is_dir(follow_symlinks=False):
                 continue  # entered by ``_list_ahead``, under the same rules
             if not entry.is_file(follow_symlinks=False):
                 yield Skip(rel, NOT_A_FILE)
                 continue
-            st = entry.stat(follow_symlinks=False)
+            st = entry.stat(follow_symlinks=False)  # cached by ``_list_ahead``
         except FileNotFoundError:
             yield Skip(rel, VANISHED)
             continue
@@ -321,7 +383,7 @@ def _items(
             continue
         yield Found(
             rel,
-            entry.path,
+            f"{root}/{rel}",
             st.st_size,
             st.st_mtime_ns,
             st.st_ctime_ns,
@@ -339,6 +401,8 @@ class DryRun:
     # The first SKIPPED_LISTED skipped files by name: [{"path", "reason"}] (the page lists them).
     skipped_files: list[dict[str, str]] = field(default_factory=list)
     root_missing: bool = False
+    # (st_dev, st_ino) of the directory walked, as stored on the root at release; not shown.
+    identity: tuple[int, int] | None = None
 
     def as_json(self) -> dict[str, object]:
         return {
@@ -350,10 +414,11 @@ class DryRun:
         }
 
 
-def _head_is_binary(found: Found) -> bool:
+def _head_is_binary(found: Found, dirs: fsaccess.DirCache) -> bool:
+    parent, _, name = found.rel_path.rpartition("/")
     try:
-        fd = open_readonly(found.path)
-    except OSError:
+        fd = open_readonly(dirs.directory(parent), name)
+    except (OSError, ValueError):
         return False
     try:
         return looks_binary(os.read(fd, BINARY_PROBE))
@@ -364,7 +429,9 @@ def _head_is_binary(found: Found) -> bool:
 def dry_run(
     root: Path, *, include: list[str] | None, exclude: list[str] | None, max_bytes: int
 ) -> DryRun:
-    """What indexing ``root`` would do, without writing anything anywhere."""
+    """What indexing ``root`` would do, without writing anything anywhere. ``identity`` is the
+    (device, inode) of the directory walked: opened once, without following a link on any
+    component, the one the person is asked about and the one a release stores."""
     result = DryRun(str(root))
     skipped: Counter[str] = Counter()
 
@@ -374,15 +441,26 @@ def dry_run(
             result.skipped_files.append({"path": rel_path, "reason": reason})
 
     try:
-        for item in walk(root, include=include, exclude=exclude, max_bytes=max_bytes):
+        root_fd = fsaccess.open_dir_path(str(root))
+    except (OSError, ValueError):
+        result.root_missing = True
+        return result
+    dirs = fsaccess.DirCache(root_fd)
+    try:
+        result.identity = identity_of(root_fd)
+        walked = walk(root, include=include, exclude=exclude, max_bytes=max_bytes, dir_fd=root_fd)
+        for item in walked:
             if isinstance(item, Skip):
                 skip(item.rel_path, item.reason)
-            elif item.format not in {"pdf", "docx"} and _head_is_binary(item):
+            elif item.format not in {"pdf", "docx"} and _head_is_binary(item, dirs):
                 skip(item.rel_path, BINARY)
             else:
                 result.files += 1
                 result.total_bytes += item.size
     except RootMissing:
         result.root_missing = True
+    finally:
+        dirs.close()
+        os.close(root_fd)
     result.skipped = dict(sorted(skipped.items()))
     return result
