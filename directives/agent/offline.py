@@ -183,8 +183,14 @@ def classify_offline(messages: list[dict[str, str]], hints: dict[str, Any]) -> s
     else:
         rule = _distil(text)
         answer["anweisung"] = rule
-        last_nova = next((m["content"] for m in reversed(history) if m["role"] == "assistant"), "")
-        if last_nova and _REFERS_BACK_RE.search(rule) and not quoted:
-            # seed 000 §4.1: an implicit order ("Sag das nie mehr!") keeps what it refers to.
-            answer["kontext"] = f"Bezieht sich auf Novas Aussage: {last_nova[:200]}"
+        answer["kontext"] = implicit_context(rule, text, history)
     return json.dumps(answer, ensure_ascii=False)
+
+
+def implicit_context(rule: str, text: str, history: list[dict[str, str]]) -> str | None:
+    """seed 000 §4.1: an implicit order ("Sag das nie mehr!") keeps what it refers to — Nova's
+    last reply, as plain context shown in the confirmation question (never an order)."""
+    if _QUOTED_RE.findall(text) or not _REFERS_BACK_RE.search(rule):
+        return None
+    last_nova = next((m["content"] for m in reversed(history) if m["role"] == "assistant"), "")
+    return f"Bezieht sich auf Novas Aussage: {last_nova[:200]}" if last_nova else None
