@@ -1,15 +1,23 @@
-"""The chat WebSocket: the reply streams token by token through the Redis channel layer.
+"""The chat WebSocket: the reply streams token by token, in this process, straight to the socket.
 
-Nothing blocking runs on the event loop: the turn (DB and model calls) runs in a worker thread,
-and its tokens hop back through the channel layer, so "start", the tokens and "done" of one turn
-arrive in order on the same FIFO channel. Turns of one socket run one after another (an
-asyncio lock); turns of two tabs in one session are ordered by run_turn's session lock.
+Nothing blocking runs on the event loop: the turn (DB and model calls) runs in a worker thread
+of ``turn_executor()``, and its tokens hop back to the event loop through an ``asyncio.Queue``
+that one pump per turn drains into the socket, so "start", the tokens and "done" of one turn
+arrive in order. Turns of one socket run one after another (an asyncio lock); turns of two tabs
+in one session are ordered by run_turn's session lock.
+
+No channel layer (DESIGN.md: the chat does not route its own tokens through Redis). Through
+Redis, a stall longer than the layer's socket timeout closed quiet sockets with 1011 (the
+layer's blocking pop failed inside the consumer's receive loop), and a turn's end could be
+lost on the way (channels_redis #366); a socket now lives and answers whatever Redis does.
 
 Frames from the client: ``{"text": "..."}`` sends a message; ``{"type": "stop"}`` stops the
 running turn (the Stop button): its model call is cancelled upstream, the later nodes do not
 run, and its ``done`` frame comes with ``status: "abgebrochen"``, ``step: "stopp"`` and the
 reply as far as it was said. A closed socket stops its turns the same way
-(``verbindung_getrennt``). Frames to the client: ``start``, ``token``, ``done``, ``error``.
+(``verbindung_getrennt``). Frames to the client: ``start``, ``token``, ``done``, ``note``,
+``error``. A frame that is not JSON, nested deeper than ``novaberg.parsers.MAX_DEPTH`` or
+holding a lone surrogate is answered with an ``error`` frame; the socket stays open.
 """
 
 from __future__ import annotations
@@ -18,13 +26,13 @@ import asyncio
 import logging
 import threading
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from functools import cache
 from typing import Any
 
-from asgiref.sync import async_to_sync, sync_to_async
+from asgiref.sync import sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
-from channels.layers import get_channel_layer
 from django.conf import settings
 from django.contrib.auth.models import User
 
@@ -32,29 +40,19 @@ from conversation import address, rendering, selectors
 from conversation.models import Session
 from conversation.pipeline import TurnResult, run_turn
 from conversation.pipeline.state import STOP_DISCONNECTED, STOP_PERSON, TurnCancel
+from novaberg import parsers
 
 logger = logging.getLogger(__name__)
 
 NOT_TEXT = "Ich verstehe nur Textnachrichten – bitte schick deine Nachricht als Text."
 NOT_JSON = "Diese Nachricht konnte ich nicht lesen: Sie ist kein gültiges JSON."
-NOT_PROCESSED = (
-    "Deine Nachricht konnte gerade nicht verarbeitet werden, weil der Nachrichtendienst nicht "
-    "antwortet. Bitte schick sie gleich noch einmal."
-)
 # The same texts for a person whose rules demand "Sie" (conversation.address).
 NOT_TEXT_SIE = "Ich verstehe nur Textnachrichten – bitte schicken Sie Ihre Nachricht als Text."
-NOT_PROCESSED_SIE = (
-    "Ihre Nachricht konnte gerade nicht verarbeitet werden, weil der Nachrichtendienst nicht "
-    "antwortet. Bitte schicken Sie sie gleich noch einmal."
-)
 FAILED_TEXT = "Entschuldige, da ist etwas schiefgegangen."
 FAILED_TEXT_SIE = "Entschuldigung, da ist etwas schiefgegangen."
 
-# How long the end of a turn may take through the channel layer before it goes straight to the
-# socket. channels_redis can lose a message meant for one consumer when another consumer of the
-# same process is cancelled while its blocking pop holds the message (a disconnect at the wrong
-# moment; channels_redis #366): without this the person would wait for a "done" forever.
-DONE_GRACE_S = 3.0
+# Not a configured alias: Channels gives this consumer no channel layer (see the module).
+NO_CHANNEL_LAYER = "none"
 
 
 @cache
@@ -67,6 +65,8 @@ def turn_executor() -> ThreadPoolExecutor:
 
 
 class ChatConsumer(AsyncJsonWebsocketConsumer):
+    channel_layer_alias = NO_CHANNEL_LAYER
+
     async def connect(self) -> None:
         user = self.scope.get("user")
         if not isinstance(user, User) or not user.is_authenticated:
@@ -85,11 +85,6 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
         # is the one running (the turn lock is FIFO) and Stop ends it; a closed socket ends
         # them all.
         self.unfinished: list[TurnCancel] = []
-        # Turns of this socket are numbered; every layer event carries its number, so a turn's
-        # end is delivered once (by the layer or, when the layer lost it, directly) and its
-        # tokens that arrive after it are dropped.
-        self.turn_seq: int = 0
-        self.delivered: set[tuple[str, int]] = set()
         await self.accept()
 
     async def disconnect(self, code: int) -> None:
@@ -108,7 +103,13 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
             await self.send_json({"type": "error", "text": await self._say(NOT_TEXT, NOT_TEXT_SIE)})
             return
         try:
-            content = await self.decode_json(text_data)
+            # Depth counted before json recurses (a frame nested 3,000 deep raised
+            # RecursionError: close 1011); a lone surrogate could not be stored as a turn.
+            content = parsers.loads_checked(text_data)
+        except parsers.JsonRefused as exc:
+            logger.info("websocket frame refused", extra={"outcome": "fehler", "step": exc.step})
+            await self.send_json({"type": "error", "text": exc.message})
+            return
         except ValueError:
             logger.info("websocket frame refused", extra={"outcome": "fehler", "step": "kein_json"})
             await self.send_json({"type": "error", "text": NOT_JSON})
@@ -123,13 +124,11 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
         if not isinstance(text, str):
             await self.send_json({"type": "error", "text": "Nachricht ohne Text."})
             return
-        # The turn runs as its own task so that this consumer keeps dispatching the token
-        # messages that arrive through the channel layer while the turn is still running.
+        # The turn runs as its own task so that this consumer keeps reading frames (a Stop)
+        # while the turn is still running.
         cancel = TurnCancel()
         self.unfinished.append(cancel)
-        task = asyncio.ensure_future(
-            self._turn(text, get_channel_layer(), self.channel_name, cancel)
-        )
+        task = asyncio.ensure_future(self._turn(text, cancel))
         self.tasks.add(task)
         task.add_done_callback(self.tasks.discard)
         task.add_done_callback(lambda _: self.unfinished.remove(cancel))
@@ -147,50 +146,38 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
         logger.info("websocket stop", extra={"outcome": "abgebrochen", "step": STOP_PERSON})
         self.unfinished[0].stop(STOP_PERSON)
 
-    async def _turn(self, text: str, layer: Any, channel: str, cancel: TurnCancel) -> None:
-        self.turn_seq += 1
-        seq = self.turn_seq
-        sender = TokenSender(layer, channel, seq)
+    async def _turn(self, text: str, cancel: TurnCancel) -> None:
         async with self.turn_lock:
-            await self._turn_locked(text, layer, channel, sender, cancel, seq)
+            await self._turn_locked(text, cancel)
 
-    async def _turn_locked(
-        self,
-        text: str,
-        layer: Any,
-        channel: str,
-        sender: TokenSender,
-        cancel: TurnCancel,
-        seq: int,
-    ) -> None:
-        try:
-            # Sent before the turn starts: while Redis does not take it, no turn is run
-            # and stored that the person would never see.
-            await layer.send(channel, {"type": "chat.start", "seq": seq})
-        except Exception:
-            logger.warning(
-                "websocket turn not started: the channel layer refused the message",
-                extra={"outcome": "fehler", "step": "kanal_nicht_erreichbar"},
-                exc_info=True,
-            )
-            text = await self._say(NOT_PROCESSED, NOT_PROCESSED_SIE)
-            await self._send_direct({"type": "error", "text": text})
-            return
+    async def _turn_locked(self, text: str, cancel: TurnCancel) -> None:
+        loop = asyncio.get_running_loop()
+        frames: asyncio.Queue[dict[str, Any] | None] = asyncio.Queue()
+
+        def emit(chunk: str) -> None:  # in the turn's thread (or the sender's flush timer)
+            loop.call_soon_threadsafe(frames.put_nowait, {"type": "token", "text": chunk})
+
+        sender = TokenSender(emit)
+        await self._send_direct({"type": "start"})
+        pump = asyncio.ensure_future(self._pump(frames))
         try:
             result = await sync_to_async(_run, thread_sensitive=False, executor=turn_executor())(
                 self.user, self.session, text, sender, cancel
             )
         except Exception:
             logger.exception("websocket turn crashed", extra={"outcome": "fehler", "step": "turn"})
-            await self._send_via_layer(layer, channel, {"type": "chat.failed", "seq": seq})
+            result = None
+        # The thread's last tokens were queued before its end was: they go out first, then
+        # the turn's end ("done" after the last token).
+        frames.put_nowait(None)
+        await pump
+        if result is None:
+            failed = await self._say(FAILED_TEXT, FAILED_TEXT_SIE)
+            await self._send_direct({"type": "error", "text": failed})
             return
-        # Through the layer too, so "done" arrives after the last token (same FIFO channel).
-        await self._send_via_layer(
-            layer,
-            channel,
+        await self._send_direct(
             {
-                "type": "chat.done",
-                "seq": seq,
+                "type": "done",
                 "turn_id": result.turn_id,
                 "status": result.status,
                 "step": result.step,
@@ -201,90 +188,23 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
                 "records": result.records,
                 "ttft_ms": result.ttft_ms,
                 "total_ms": result.total_ms,
-            },
+            }
         )
         if result.note:
             # The tribunal's note under the reply it judged (seed 000 §8.3), after "done".
-            note = {"type": "chat.note", "seq": seq, "turn_id": result.turn_id, **result.note}
-            await self._send_via_layer(layer, channel, note)
+            await self._send_direct({"type": "note", "turn_id": result.turn_id, **result.note})
 
-    def _handler(self, event: dict[str, Any]) -> Any:
-        handlers = {"chat.done": self.chat_done, "chat.note": self.chat_note}
-        return handlers.get(event["type"], self.chat_failed)
-
-    async def _send_via_layer(self, layer: Any, channel: str, event: dict[str, Any]) -> None:
-        """The end of a turn that already ran: when the layer does not take it, or takes it and
-        does not deliver it within DONE_GRACE_S, the event goes straight to the socket (its
-        tokens may be missing; "done" carries the whole reply). Delivered once either way."""
-        try:
-            await layer.send(channel, event)
-        except Exception:
-            logger.warning(
-                "websocket turn end sent past the channel layer",
-                extra={"outcome": "fehler", "step": "kanal_nicht_erreichbar"},
-                exc_info=True,
-            )
-            await self._handler(event)(event)
-            return
-        task = asyncio.ensure_future(self._deliver_if_lost(event))
-        self.tasks.add(task)
-        task.add_done_callback(self.tasks.discard)
-
-    async def _deliver_if_lost(self, event: dict[str, Any]) -> None:
-        await asyncio.sleep(DONE_GRACE_S)
-        if (event["type"], event["seq"]) in self.delivered:
-            return
-        logger.warning(
-            "websocket turn end not delivered by the channel layer; sent directly",
-            extra={"outcome": "fehler", "step": "kanal_nachricht_verloren"},
-        )
-        try:
-            await self._handler(event)(event)
-        except Exception:
-            # The socket is gone as well: nobody is left to tell; the turn is stored.
-            logger.info("websocket gone before the turn end could be sent", exc_info=True)
-
-    def _first_delivery(self, event: dict[str, Any]) -> bool:
-        """True the first time this turn's event of this type reaches the socket."""
-        key = (event["type"], event.get("seq", 0))
-        if key in self.delivered:
-            logger.info(
-                "websocket turn end arrived twice; the second is dropped",
-                extra={"outcome": "doppelt_verworfen", "step": event["type"]},
-            )
-            return False
-        self.delivered.add(key)
-        return True
-
-    @staticmethod
-    def _frame(event: dict[str, Any], kind: str) -> dict[str, Any]:
-        frame = {k: v for k, v in event.items() if k != "seq"}
-        frame["type"] = kind
-        return frame
+    async def _pump(self, frames: asyncio.Queue[dict[str, Any] | None]) -> None:
+        """Sends a turn's token frames in the order they were said, until the turn's end."""
+        while (frame := await frames.get()) is not None:
+            await self._send_direct(frame)
 
     async def _send_direct(self, event: dict[str, Any]) -> None:
         try:
             await self.send_json(event)
         except Exception:
-            # The socket is gone too; the log line above already names the outcome.
-            logger.info("websocket gone before the error could be sent", exc_info=True)
-
-    async def chat_start(self, event: dict[str, Any]) -> None:
-        await self.send_json({"type": "start"})
-
-    async def chat_done(self, event: dict[str, Any]) -> None:
-        if self._first_delivery(event):
-            await self.send_json(self._frame(event, "done"))
-
-    async def chat_failed(self, event: dict[str, Any]) -> None:
-        if not self._first_delivery({**event, "type": "chat.failed"}):
-            return
-        text = await self._say(FAILED_TEXT, FAILED_TEXT_SIE)
-        await self.send_json({"type": "error", "text": text})
-
-    async def chat_note(self, event: dict[str, Any]) -> None:
-        if self._first_delivery(event):
-            await self.send_json(self._frame(event, "note"))
+            # The socket is gone: nobody is left to tell; the turn is stored as far as it got.
+            logger.info("websocket gone before a frame could be sent", exc_info=True)
 
     async def _say(self, du: str, sie: str) -> str:
         """A fixed text in the form of address the person's rules demand (a DB read)."""
@@ -294,27 +214,17 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
             logger.warning("form of address unknown; du-text sent", exc_info=True)
             return du
 
-    async def chat_token(self, event: dict[str, Any]) -> None:
-        # A token that comes after its turn's end was delivered directly is dropped: the
-        # "done" frame already carried the whole reply.
-        seq = event.get("seq", 0)
-        if ("chat.done", seq) in self.delivered or ("chat.failed", seq) in self.delivered:
-            return
-        await self.send_json({"type": "token", "text": event["text"]})
-
 
 class TokenSender:
-    """Called in the worker thread for every token: hops through the channel layer back to the
-    socket, coalescing tokens that come faster than ``FLUSH_S`` (fewer layer messages, so a busy
-    server does not fill the channel). A failed send (socket gone, channel full) never breaks the
-    turn: it finishes and is stored; the client reloads it."""
+    """Called in the worker thread for every token: hands the text to ``emit`` (which queues it
+    for the socket), coalescing tokens that come faster than ``FLUSH_S`` (fewer frames for a
+    fast model). A failed hand-over (the socket's loop gone) never breaks the turn: it finishes
+    and is stored; the client reloads it."""
 
     FLUSH_S = 0.03
 
-    def __init__(self, layer: Any, channel: str, seq: int = 0) -> None:
-        self.layer = layer
-        self.channel = channel
-        self.seq = seq
+    def __init__(self, emit: Callable[[str], None]) -> None:
+        self.emit = emit
         self.buffer: list[str] = []
         self.last = 0.0
         self.broken = False
@@ -335,6 +245,8 @@ class TokenSender:
             self.flush()
 
     def flush(self) -> None:
+        # Emitted under the lock: when the turn's last flush returns, every earlier text has
+        # been handed over (a timer's flush included), so "done" cannot overtake a token.
         with self.lock:
             if self.timer is not None:
                 self.timer.cancel()
@@ -344,8 +256,7 @@ class TokenSender:
             text, self.buffer = "".join(self.buffer), []
             self.last = time.monotonic()
             try:
-                event = {"type": "chat.token", "seq": self.seq, "text": text}
-                async_to_sync(self.layer.send)(self.channel, event)
+                self.emit(text)
             except Exception:
                 self.broken = True
                 logger.warning("token could not be sent; the turn goes on", exc_info=True)

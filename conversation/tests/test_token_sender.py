@@ -6,40 +6,41 @@ last word of a reply appeared only when the whole turn had ended."""
 from __future__ import annotations
 
 import time
-from typing import Any
 
 from conversation.consumers import TokenSender
 
 
-class Layer:
+class Socket:
+    """What the consumer's ``emit`` does, recorded: each text handed over, with its time."""
+
     def __init__(self) -> None:
         self.sent: list[tuple[float, str]] = []
 
-    async def send(self, channel: str, event: dict[str, Any]) -> None:
-        self.sent.append((time.monotonic(), event["text"]))
+    def emit(self, text: str) -> None:
+        self.sent.append((time.monotonic(), text))
 
 
 def test_a_held_token_is_sent_without_waiting_for_the_next_one() -> None:
-    layer = Layer()
-    sender = TokenSender(layer, "chan")
+    socket = Socket()
+    sender = TokenSender(socket.emit)
     sender("Hallo")
     sender(" Anna")  # within FLUSH_S of the first: held
-    assert [text for _, text in layer.sent] == ["Hallo"]
+    assert [text for _, text in socket.sent] == ["Hallo"]
     deadline = time.monotonic() + 5
-    while len(layer.sent) < 2:
+    while len(socket.sent) < 2:
         assert time.monotonic() < deadline, "the held token was never sent"
         time.sleep(0.01)
-    assert [text for _, text in layer.sent] == ["Hallo", " Anna"]
+    assert [text for _, text in socket.sent] == ["Hallo", " Anna"]
     sender.flush()  # the turn's end: nothing left, nothing sent twice
-    assert len(layer.sent) == 2
+    assert len(socket.sent) == 2
 
 
 def test_fast_tokens_are_still_merged_and_keep_their_order() -> None:
-    layer = Layer()
-    sender = TokenSender(layer, "chan")
+    socket = Socket()
+    sender = TokenSender(socket.emit)
     words = [f"w{i} " for i in range(200)]
     for word in words:
         sender(word)
     sender.flush()
-    assert "".join(text for _, text in layer.sent) == "".join(words)
-    assert len(layer.sent) < len(words)  # coalesced
+    assert "".join(text for _, text in socket.sent) == "".join(words)
+    assert len(socket.sent) < len(words)  # coalesced
