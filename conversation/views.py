@@ -47,18 +47,30 @@ class LoginView(auth_views.LoginView):
         return context
 
     def post(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+        try:
+            return self._post(request, *args, **kwargs)
+        except login_throttle.ThrottleUnavailable as exc:
+            # The failure counts cannot be read or written (Redis stalls): refused, not
+            # let through unlimited (novaberg/login_throttle.py).
+            return self._refused(request, exc.message, status=503, retry_after_s=60)
+
+    def _post(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
         # Too many failed tries from this address or for this name: refused before the
         # password is even checked (novaberg/login_throttle.py).
         wait = login_throttle.wait_seconds(login_throttle.attempt_of(request))
         if wait is not None:
-            form = self.get_form_class()(
-                request, initial={"username": request.POST.get("username")}
-            )
-            context = self.get_context_data(form=form, throttled=login_throttle.too_many_text(wait))
-            response = self.render_to_response(context, status=429)
-            response["Retry-After"] = str(int(wait) + 1)
-            return response
+            text = login_throttle.too_many_text(wait)
+            return self._refused(request, text, status=429, retry_after_s=int(wait) + 1)
         return super().post(request, *args, **kwargs)
+
+    def _refused(
+        self, request: HttpRequest, text: str, *, status: int, retry_after_s: int
+    ) -> HttpResponse:
+        form = self.get_form_class()(request, initial={"username": request.POST.get("username")})
+        context = self.get_context_data(form=form, throttled=text)
+        response = self.render_to_response(context, status=status)
+        response["Retry-After"] = str(retry_after_s)
+        return response
 
     def form_invalid(self, form: AuthenticationForm) -> HttpResponse:
         login_throttle.record_failure(login_throttle.attempt_of(self.request))

@@ -30,6 +30,10 @@ from directives.models import DirectiveStep
 
 AGENT = "directives"
 ACTIONS = ("create", "update", "delete", "reactivate", "undo")
+# The actions that name the rule they change (``directive_id``).
+TARGETED_ACTIONS = ("update", "delete", "reactivate")
+# The largest primary key a row can have (a bigint column).
+MAX_ROW_ID = 2**63 - 1
 # The words a click stands for, read by the one consent reader like a typed answer.
 CONSENT_ANSWER = "Ja"
 REFUSAL_ANSWER = "Nein"
@@ -75,10 +79,16 @@ def proposal_open(*, user: User, order: Order) -> AgentResult:
         user=user, character=session.character, session=session, text=_describe(order)
     )
     request_id = services.new_request_id()
-    target_id = order.directive_id
-    # Another person's id and a missing one look the same (seed 000 §4.4): both not found.
-    target_unknown = order.action in ("update", "delete", "reactivate") and (
-        target_id is None or selectors.directive_get(user=user, directive_id=target_id) is None
+    targeted = order.action in TARGETED_ACTIONS
+    # Create and undo name no rule: an id sent along is not theirs to record (an unknown one
+    # would break the audit row's foreign key at commit, one past bigint its insert).
+    target_id = order.directive_id if targeted else None
+    # Another person's id, a missing one and one no row can have look the same (seed 000
+    # §4.4): all not found.
+    target_unknown = targeted and (
+        target_id is None
+        or not 1 <= target_id <= MAX_ROW_ID
+        or selectors.directive_get(user=user, directive_id=target_id) is None
     )
     classification = Classification(
         action=order.action,

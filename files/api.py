@@ -17,7 +17,8 @@ from conversation.vocabulary import Status
 from files import selectors, services
 from files.boundary import RootPathCheck, root_path_still_valid
 from files.models import FileRoot, IndexRun
-from novaberg.api_errors import ErrorSerializer
+from novaberg import health
+from novaberg.api_errors import BusyError, ErrorSerializer
 from novaberg.auth import request_user
 
 
@@ -241,10 +242,23 @@ class RootConfirmApi(APIView):
         return Response(RootStateSerializer(root).data)
 
 
+INDEX_BROKER_DOWN = (
+    "Der Ordner kann gerade nicht neu gelesen werden, weil der Auftragsdienst nicht antwortet. "
+    "Bitte in einer Minute erneut versuchen."
+)
+
+
 class RootIndexApi(APIView):
-    @extend_schema(request=None, responses={202: RootIndexSerializer, 409: ErrorSerializer})
+    @extend_schema(
+        request=None,
+        responses={202: RootIndexSerializer, 409: ErrorSerializer, 503: ErrorSerializer},
+    )
     def post(self, request: Request, root_id: int) -> Response:
         _root_or_404(request, root_id)
+        # A stalled broker held this request for as long as it stalled (Celery's publish
+        # waits and retries): asked first, it is a 503 within a second and no run waits.
+        if not health.broker_answers():
+            raise BusyError(INDEX_BROKER_DOWN, step="auftragsdienst_nicht_erreichbar")
         root = services.root_index_enqueue(user=request_user(request), root_id=root_id)
         answer = {"id": root.pk, "status": Status.RUNNING.value}
         return Response(RootIndexSerializer(answer).data, status=status.HTTP_202_ACCEPTED)

@@ -7,6 +7,7 @@ the HTTP status, from the error's class. The answer body is always
 
 from __future__ import annotations
 
+import re
 from enum import StrEnum
 from typing import Any
 
@@ -15,6 +16,8 @@ from rest_framework import status as http
 from rest_framework.exceptions import ParseError
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
+
+from novaberg.parsers import RefusedJsonError
 
 
 class ErrorStatus(StrEnum):
@@ -102,10 +105,33 @@ PARSE_ERROR_JSON = "Der Inhalt der Anfrage ist kein gültiges JSON."
 PARSE_ERROR_OTHER = "Der Inhalt der Anfrage ließ sich nicht lesen."
 
 
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def printable(value: Any) -> Any:
+    """``value`` with every lone surrogate replaced by U+FFFD, in strings nested anywhere.
+
+    An error message may repeat what was sent ("„…“ ist keine gültige Option."); a lone
+    surrogate in it cannot be encoded as UTF-8, and the renderer would fail with a 500 instead
+    of the 400. Nothing undecodable is repeated back."""
+    if isinstance(value, str):
+        return _SURROGATE.sub("\ufffd", value) if _SURROGATE.search(value) else value
+    if isinstance(value, dict):
+        return {printable(k): printable(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [printable(item) for item in value]
+    return value
+
+
 def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
     if isinstance(exc, ApplicationError):
-        return Response(ErrorSerializer(exc).data, status=http_status_of(exc))
-    if isinstance(exc, ParseError):
+        data = printable(ErrorSerializer(exc).data)
+        return Response(data, status=http_status_of(exc))
+    # The checked parser's refusals (too deep, a lone surrogate) already speak German.
+    if isinstance(exc, ParseError) and not isinstance(exc, RefusedJsonError):
         is_json = str(exc.detail).startswith("JSON parse error")
         exc = ParseError(PARSE_ERROR_JSON if is_json else PARSE_ERROR_OTHER)
-    return drf_exception_handler(exc, context)
+    response = drf_exception_handler(exc, context)
+    if response is not None:
+        response.data = printable(response.data)
+    return response

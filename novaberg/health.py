@@ -1,9 +1,19 @@
-"""/healthz: each service "ok" or a reason; 503 when a required one is down."""
+"""/healthz: each service "ok" or a reason; 503 when a required one is down.
+
+The checks run at once, each in its own thread, and the answer waits ``DEADLINE_S`` for them:
+a service that stalls (Redis paused, a database that does not answer) is reported as
+``keine Antwort`` within two seconds instead of holding the answer for its own timeouts. Only
+loading the embedding model (seconds of CPU work on a cold process, nothing stalled) is waited
+for as long as it takes, and only while everything else answered "ok"."""
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
+
 from django.conf import settings
-from django.db import connection
+from django.db import connection, connections
 from django.http import HttpRequest, JsonResponse
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers
@@ -15,6 +25,11 @@ from novaberg import embeddings, llm, llm_state
 from novaberg.api_errors import ErrorSerializer
 
 REQUIRED = ("database", "pgvector", "redis", "worker", "embeddings")
+# The whole answer within two seconds (issue 27: a stalled Redis held it for 10.4 s).
+DEADLINE_S = 1.8
+# Each probe's own limit, shorter than the deadline so that it reports its own reason.
+PROBE_TIMEOUT_S = 1.0
+NO_ANSWER = f"keine Antwort innerhalb von {DEADLINE_S:.1f} s"
 
 
 def _database() -> str:
@@ -41,19 +56,41 @@ def _redis() -> str:
 
     try:
         client = redis.Redis.from_url(
-            settings.REDIS_URL, socket_timeout=1, socket_connect_timeout=1
+            settings.REDIS_URL,
+            socket_timeout=PROBE_TIMEOUT_S,
+            socket_connect_timeout=PROBE_TIMEOUT_S,
         )
-        client.ping()
+        try:
+            client.ping()
+        finally:
+            client.close()
         return "ok"
     except Exception as exc:
         return f"nicht erreichbar: {type(exc).__name__}"
+
+
+def broker_answers(timeout_s: float = PROBE_TIMEOUT_S) -> bool:
+    """Does the broker (Redis) answer a PING within ``timeout_s``? Asked before a request
+    sends a task, so that a stalled broker is told in a second, not after Celery's own
+    publish retries."""
+    import redis
+
+    client = redis.Redis.from_url(
+        settings.CELERY_BROKER_URL, socket_timeout=timeout_s, socket_connect_timeout=timeout_s
+    )
+    try:
+        return bool(client.ping())
+    except Exception:
+        return False
+    finally:
+        client.close()
 
 
 def _worker() -> str:
     from novaberg.celery import app
 
     try:
-        replies = app.control.ping(timeout=1.0)
+        replies = app.control.ping(timeout=PROBE_TIMEOUT_S)
     except Exception as exc:
         return f"nicht prüfbar: {type(exc).__name__}"
     return "ok" if replies else "kein Celery-Worker antwortet"
@@ -64,7 +101,8 @@ def _llm() -> str:
     if gateway.name == "offline":
         return "ok"
     # llm.ping records its probe in llm_state: the header badge reads it.
-    return "ok" if llm.ping() else f"nicht erreichbar: {settings.LLM_BASE_URL}"
+    ok = llm.ping(timeout_s=DEADLINE_S - 0.3)
+    return "ok" if ok else f"nicht erreichbar: {settings.LLM_BASE_URL}"
 
 
 def badge(*, staff: bool, probe: bool = False) -> dict[str, object]:
@@ -116,15 +154,59 @@ def _embeddings() -> str:
         return f"nicht verfügbar: {exc}"[:200]
 
 
-def healthz(request: HttpRequest) -> JsonResponse:
-    checks = {
-        "database": _database(),
-        "pgvector": _pgvector(),
-        "redis": _redis(),
-        "worker": _worker(),
-        "llm": _llm(),
-        "embeddings": _embeddings(),
+def _in_thread(check: Callable[[], str]) -> Callable[[], str]:
+    def run() -> str:
+        try:
+            return check()
+        finally:
+            # A pool thread's own database connection; left open it would outlive the check.
+            connections.close_all()
+
+    return run
+
+
+def _run_checks() -> dict[str, str]:
+    probes: dict[str, Callable[[], str]] = {
+        "database": _database,
+        "pgvector": _pgvector,
+        "redis": _redis,
+        "worker": _worker,
+        "llm": _llm,
+        "embeddings": _embeddings,
     }
+    started = time.monotonic()
+    # Not a shared pool: a stalled probe keeps its thread until its own timeout ends it, and
+    # must not hold a thread the next /healthz needs. shutdown(wait=False) leaves it to end.
+    pool = ThreadPoolExecutor(max_workers=len(probes), thread_name_prefix="healthz")
+    try:
+        futures: dict[str, Future[str]] = {
+            name: pool.submit(_in_thread(probe)) for name, probe in probes.items()
+        }
+    finally:
+        pool.shutdown(wait=False)
+    checks: dict[str, str] = {}
+    for name, future in futures.items():
+        if name == "embeddings":
+            continue
+        try:
+            checks[name] = future.result(timeout=max(0.0, started + DEADLINE_S - time.monotonic()))
+        except TimeoutError:
+            checks[name] = NO_ANSWER
+        except Exception as exc:  # a probe catches its own; this is the last word
+            checks[name] = f"nicht prüfbar: {type(exc).__name__}"
+    embedding = futures["embeddings"]
+    if all(value == "ok" for value in checks.values()):
+        # Loading the model is work, not a stall: waited for (the first call of a process).
+        checks["embeddings"] = embedding.result()
+    elif embedding.done():
+        checks["embeddings"] = embedding.result()
+    else:
+        checks["embeddings"] = "wird noch geladen"
+    return checks
+
+
+def healthz(request: HttpRequest) -> JsonResponse:
+    checks = _run_checks()
     # An unreachable configured LLM is down too; the offline backend never is.
     down = [name for name in (*REQUIRED, "llm") if checks[name] != "ok"]
     checks["llm_backend"] = llm.backend_label()

@@ -13,16 +13,25 @@ rates (``REST_FRAMEWORK`` ``DEFAULT_THROTTLE_RATES``: ``anmeldung_adresse`` and
 The address is ``REMOTE_ADDR``. ``X-Forwarded-For`` is read only when ``NUM_PROXIES`` says how
 many proxies stand in front (DRF's rule); trusted blindly, it would let a client pick a fresh
 address for every guess.
+
+When the counts cannot be read or written (Redis stalls or is down; the cache's socket timeout
+in ``settings.CACHES`` ends the wait within a second), the login is refused with 503 and
+``UNAVAILABLE_TEXT``: a limit that cannot be checked would let guessing through unlimited, so
+it fails closed. A successful login whose counts cannot be forgiven still succeeds (its
+failures stay counted, which only errs on the side of the limit).
 """
 
 from __future__ import annotations
 
 import hashlib
+import logging
 import math
 import re
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, NoReturn
+from functools import partial
+from typing import Any, NoReturn, TypeVar
 
 from django.core.cache import cache
 from django.core.exceptions import ImproperlyConfigured
@@ -33,14 +42,47 @@ from rest_framework.authtoken.models import Token
 from rest_framework.authtoken.serializers import AuthTokenSerializer
 from rest_framework.authtoken.views import ObtainAuthToken
 from rest_framework.exceptions import Throttled, ValidationError
+from rest_framework.parsers import FormParser, MultiPartParser
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.settings import api_settings
 from rest_framework.throttling import BaseThrottle
 
+from novaberg.api_errors import BusyError, ErrorSerializer
+from novaberg.parsers import CheckedJSONParser
+
+logger = logging.getLogger(__name__)
+_T = TypeVar("_T")
+
 ADDRESS_SCOPE = "anmeldung_adresse"
 NAME_SCOPE = "anmeldung_name"
 _KEY_PREFIX = "anmeldung-fehlversuche"
+# App chrome, not Nova: neither "du" nor "Sie".
+UNAVAILABLE_TEXT = (
+    "Anmeldung gerade nicht möglich: Der Dienst, der Fehlversuche zählt, antwortet nicht. "
+    "Bitte in einer Minute erneut versuchen."
+)
+
+
+class ThrottleUnavailable(BusyError):
+    """The failure counts could not be read or written: the login is refused (503)."""
+
+    def __init__(self) -> None:
+        super().__init__(UNAVAILABLE_TEXT, step="zaehler_nicht_erreichbar")
+
+
+def _guarded(what: str, call: Callable[[], _T]) -> _T:
+    """``call()`` against the cache; any failure of it becomes ``ThrottleUnavailable``."""
+    try:
+        return call()
+    except Exception as exc:
+        logger.warning(
+            "login throttle: the cache failed (%s)",
+            what,
+            extra={"outcome": "fehler", "step": "zaehler_nicht_erreichbar"},
+            exc_info=True,
+        )
+        raise ThrottleUnavailable() from exc
 
 
 @dataclass(frozen=True)
@@ -110,7 +152,7 @@ def wait_seconds(attempt: Attempt) -> float | None:
     waits = []
     for scope, ident, allowed, window in _limits(attempt):
         count_key, start_key = _keys(scope, ident, window)
-        stored = cache.get_many([count_key, start_key])
+        stored = _guarded("read", partial(cache.get_many, [count_key, start_key]))
         if int(stored.get(count_key) or 0) >= allowed:
             # No start (it expired a moment before the counter): a whole window, to be safe.
             ends = float(stored.get(start_key) or now) + window
@@ -120,16 +162,21 @@ def wait_seconds(attempt: Attempt) -> float | None:
 
 
 def record_failure(attempt: Attempt) -> None:
+    """Count a failed try; raises ``ThrottleUnavailable`` when the count cannot be stored."""
     now = time.time()
     for scope, ident, _allowed, window in _limits(attempt):
         count_key, start_key = _keys(scope, ident, window)
-        # add() is a no-op when the key exists (the window runs on); incr() is atomic in Redis.
-        cache.add(start_key, now, timeout=window)
-        cache.add(count_key, 0, timeout=window)
-        try:
-            cache.incr(count_key)
-        except ValueError:  # expired between add() and incr(): a new window
-            cache.add(count_key, 1, timeout=window)
+        _guarded("write", partial(_count, count_key, start_key, now, window))
+
+
+def _count(count_key: str, start_key: str, now: float, window: int) -> None:
+    # add() is a no-op when the key exists (the window runs on); incr() is atomic in Redis.
+    cache.add(start_key, now, timeout=window)
+    cache.add(count_key, 0, timeout=window)
+    try:
+        cache.incr(count_key)
+    except ValueError:  # expired between add() and incr(): a new window
+        cache.add(count_key, 1, timeout=window)
 
 
 def forget(attempt: Attempt, *, address: bool = False) -> None:
@@ -137,7 +184,15 @@ def forget(attempt: Attempt, *, address: bool = False) -> None:
     for scope, ident, _allowed, window in _limits(attempt):
         if scope == ADDRESS_SCOPE and not address:
             continue
-        cache.delete_many(list(_keys(scope, ident, window)))
+        try:
+            cache.delete_many(list(_keys(scope, ident, window)))
+        except Exception:
+            # The person is logged in already; her old failures stay counted for their window.
+            logger.warning(
+                "login throttle: failures not forgiven, the cache failed",
+                extra={"outcome": "fehler", "step": "zaehler_nicht_erreichbar"},
+                exc_info=True,
+            )
 
 
 class LoginThrottle(BaseThrottle):
@@ -167,6 +222,9 @@ class TokenLoginApi(ObtainAuthToken):
     failed tries counted (see the module)."""
 
     throttle_classes = (LoginThrottle,)
+    # ObtainAuthToken's form, multipart and JSON, with the project's JSON parser (its depth
+    # limit: 3,000 brackets were a RecursionError's 500 here; novaberg/parsers.py).
+    parser_classes = (CheckedJSONParser, FormParser, MultiPartParser)
 
     @extend_schema(
         request=AuthTokenSerializer,
@@ -174,6 +232,9 @@ class TokenLoginApi(ObtainAuthToken):
             200: TokenSerializer,
             400: OpenApiResponse(description="Name oder Passwort stimmen nicht."),
             429: DetailSerializer,
+            503: OpenApiResponse(
+                ErrorSerializer, description="Der Zähler der Fehlversuche antwortet nicht."
+            ),
         },
     )
     def post(self, request: Request, *args: Any, **kwargs: Any) -> Response:

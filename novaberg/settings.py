@@ -233,11 +233,29 @@ CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+# redis-py waits forever on a stalled Redis by default: a task sent from a request (and
+# /healthz's worker ping) held it for the whole stall. Bounded here; the broker's blocking
+# pop (kombu's brpop_timeout, 1 s) stays well below the read timeout. A request that sends a
+# task asks the broker first (novaberg.health.broker_answers) and answers 503 at once.
+CELERY_BROKER_CONNECTION_TIMEOUT = 2.0
+CELERY_BROKER_TRANSPORT_OPTIONS = {"socket_timeout": 5.0, "socket_connect_timeout": 2.0}
+CELERY_REDIS_SOCKET_CONNECT_TIMEOUT = 2.0
 CELERY_BEAT_SCHEDULE_FILENAME = str(DATA_DIR / "celerybeat-schedule")
 CELERY_BEAT_SCHEDULE: dict[str, dict[str, object]] = {}
 
+# The cache holds the login throttle's counts (novaberg/login_throttle.py), read on every
+# login: a stalled Redis must fail the read within a second (the login answers 503), not hold
+# the request for redis-py's default of no timeout at all.
+REDIS_COMMAND_TIMEOUT_S = 1.0
 CACHES = {
-    "default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_URL}
+    "default": {
+        "BACKEND": "django.core.cache.backends.redis.RedisCache",
+        "LOCATION": REDIS_URL,
+        "OPTIONS": {
+            "socket_timeout": REDIS_COMMAND_TIMEOUT_S,
+            "socket_connect_timeout": REDIS_COMMAND_TIMEOUT_S,
+        },
+    }
 }
 
 # --- LLM and embeddings -------------------------------------------------------------------------
@@ -294,6 +312,12 @@ REST_FRAMEWORK = {
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "EXCEPTION_HANDLER": "novaberg.api_errors.exception_handler",
+    # JSON with a depth limit and without lone surrogates (400, never a RecursionError's 500).
+    "DEFAULT_PARSER_CLASSES": [
+        "novaberg.parsers.CheckedJSONParser",
+        "rest_framework.parsers.FormParser",
+        "rest_framework.parsers.MultiPartParser",
+    ],
     # Failed logins (page and token API) per address and per name: novaberg/login_throttle.py.
     "DEFAULT_THROTTLE_RATES": {"anmeldung_adresse": "30/hour", "anmeldung_name": "10/hour"},
 }
