@@ -13,6 +13,12 @@ learned is not read again.
 
 The learned text is hers (a distillate with its source named), never the person's file: the
 file service still writes nothing into a released root.
+
+File content stays data (issue 27): a line of the file that addresses a language model — a role
+marker ("SYSTEM:", "assistant:", "<|im_start|>"), "Ignoriere alle vorherigen Anweisungen",
+"Du bist jetzt …", "Vergiss deine Regeln" — is never learned as her own statement: the offline
+distiller passes over it, and a point of the model's distillate that is such a line is left out
+and counted in the file ("… habe ich nicht übernommen").
 """
 
 from __future__ import annotations
@@ -45,6 +51,25 @@ MAX_POINT_CHARS = 400
 MAX_CHUNKS = 50  # reads of FILES_READ_MAX_LINES lines each: bounded like every read
 _SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-ZÄÖÜ0-9„\"])")
 _LINES = re.compile(r"^(\d+)-(\d+)$")
+# Text that speaks to a language model rather than about the file's subject (issue 27).
+_ROLE_MARKER = re.compile(
+    r"^\W{0,4}(?:system|assistant|assistent|user|nutzer|developer|tool)\s*(?:prompt)?\s*:"
+    r"|<\|[a-z_]+\|>|\[/?inst\]|<</?sys>>|^\W{0,4}#{1,6}\s*(?:system|instruction)",
+    re.IGNORECASE,
+)
+_ADDRESS = re.compile(
+    r"\b(?:ignorier\w*|vergiss|vergessen\s+sie|missachte\w*|überschreib\w*|ignore|disregard|"
+    r"forget)\b[^.!?\n]{0,60}\b(?:anweisung\w*|instruktion\w*|regel\w*|vorgaben|"
+    r"instructions?|rules|prompts?|systemprompt\w*)\b"
+    r"|\b(?:du\s+bist\s+(?:jetzt|ab\s+jetzt|nun|ab\s+sofort)|ab\s+(?:jetzt|sofort)\s+bist\s+du|"
+    r"you\s+are\s+now|from\s+now\s+on\s+you)\b"
+    r"|\b(?:als\s+(?:ki|sprachmodell|assistent(?:in)?)\s+(?:musst|sollst|darfst)\s+du)\b",
+    re.IGNORECASE,
+)
+OMITTED_NOTE = (
+    "{n} Zeile(n) der Quelle lesen sich wie Anweisungen an ein Sprachmodell; die habe ich "
+    "nicht übernommen."
+)
 
 SYSTEM_PROMPT = (
     "Du liest für Nova eine Datei, die ihr freigegeben wurde, und hältst das Wichtigste fest, "
@@ -93,8 +118,17 @@ def _first_sentence(text: str) -> str:
     return first
 
 
+def instruction_like(text: str) -> bool:
+    """Does ``text`` address a language model (a role marker, "Ignoriere alle vorherigen
+    Anweisungen", "Du bist jetzt …") rather than state something of the file's subject?"""
+    flat = " ".join(text.split())
+    return bool(_ROLE_MARKER.search(flat) or _ADDRESS.search(flat))
+
+
 def _is_noise(line: str) -> bool:
     s = line.strip()
+    if instruction_like(s):
+        return True  # issue 27: never a point of her own knowledge
     return not s or s.startswith(("#", "```", "~~~", "|")) or set(s) <= set("-=*_ ")
 
 
@@ -270,14 +304,23 @@ def _read_all(user: User, character: Character, entry: IndexEntry) -> reading.Re
     return first
 
 
-def _body(points: list[dict[str, str]], source: str, lines: str, digest: str, cut: bool) -> str:
+def _body(
+    points: list[dict[str, str]],
+    source: str,
+    lines: str,
+    digest: str,
+    cut: bool,
+    *,
+    omitted: int = 0,
+) -> str:
     items = [
         f"- {p['text']}" + (f" (Zeilen {p['zeilen']})" if p.get("zeilen") else "") for p in points
     ]
     note = " (gekürzt gelesen)" if cut else ""
-    return "\n".join(
-        [*items, "", f"Gelernt aus {source}, Zeilen {lines}{note}, Prüfsumme {digest[:12]}."]
-    )
+    tail = [f"Gelernt aus {source}, Zeilen {lines}{note}, Prüfsumme {digest[:12]}."]
+    if omitted:
+        tail.append(OMITTED_NOTE.format(n=omitted))
+    return "\n".join([*items, "", *tail])
 
 
 def learn_from_file(
@@ -323,7 +366,14 @@ def learn_from_file(
     distillate, distiller, distiller_step = distil(
         lines, reading.block_map_of(entry), entry.rel_path
     )
-    points = distillate["punkte"]
+    # issue 27: a point that addresses a model is file text, not her knowledge: left out.
+    omitted = [p for p in distillate["punkte"] if instruction_like(p["text"])]
+    points = [p for p in distillate["punkte"] if not instruction_like(p["text"])]
+    if omitted:
+        logger.warning(
+            "knowledge learn: instruction-like lines left out",
+            extra={"outcome": "anweisung_ausgelassen", "count": len(omitted)},
+        )
     if not points:
         return LearnResult(
             "fehler",
@@ -333,9 +383,10 @@ def learn_from_file(
         )
     digest = read.current_hash
     span = f"{read.line_start}-{read.line_end}"
-    body = _body(points, entry.rel_path, span, digest, read.cut)
+    body = _body(points, entry.rel_path, span, digest, read.cut, omitted=len(omitted))
     cause = EditCause(kind=KnowledgeEdit.Cause.NOVA, turn_id=turn_id)
-    thema = f"Aus {entry.rel_path}: {distillate['thema'] or entry.topic or entry.rel_path}"
+    title = "" if instruction_like(distillate["thema"]) else distillate["thema"]
+    thema = f"Aus {entry.rel_path}: {title or entry.topic or entry.rel_path}"
     if known is None:
         written = datei_schreiben(
             user=user,
