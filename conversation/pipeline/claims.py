@@ -347,9 +347,14 @@ class ClaimCheck:
 
     executed: set[str]
     covered: list[dict[str, Any]] = field(default_factory=list)
+    # The agent's own deterministic text this turn (normalised): a sentence taken from it is
+    # the server's word or a passage it quoted from a file, not a claim of the model's.
+    trusted: str = ""
 
     def __call__(self, sentence: str) -> dict[str, Any] | None:
         """The uncovered claim this sentence makes (it must be withheld), or None."""
+        if self.trusted and (norm := _norm(sentence)) and norm in self.trusted:
+            return None
         try:
             claim = sentence_claim(sentence)
         except Exception:
@@ -364,8 +369,15 @@ class ClaimCheck:
         return claim.as_json()
 
 
+def _norm(text: str) -> str:
+    return " ".join(re.findall(r"\w+", text.lower()))
+
+
 def check_for(state: TurnState) -> ClaimCheck:
-    return ClaimCheck(executed=executed_kinds(state))
+    result = state.agent_result
+    return ClaimCheck(
+        executed=executed_kinds(state), trusted=_norm(result.text) if result is not None else ""
+    )
 
 
 def run(state: TurnState, guard_record: dict[str, Any] | None) -> dict[str, Any]:
