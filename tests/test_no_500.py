@@ -299,3 +299,23 @@ def test_random_nested_and_surrogate_json_never_gives_a_500(
         assert response.status_code < 500, (url, response.status_code, response.content[:300])
         response.content.decode("utf-8")  # the answer is text
         transaction.set_rollback(True)  # each example starts from the same rows
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    "url",
+    [
+        pytest.param("/api/search/?q=%ED%A0%80", id="search-q-surrogate-bytes"),
+        pytest.param("/api/search/?q=%FF%FE", id="search-q-invalid-utf8"),
+        pytest.param("/api/sessions/?q=%ED%A0%80", id="sessions-q"),
+        pytest.param("/api/directives/?active=%ED%A0%80", id="directives-active"),
+        pytest.param("/api/roots/1/file/?path=%ED%A0%80&lines=1-2", id="file-path"),
+    ],
+)
+def test_undecodable_bytes_in_a_query_never_give_a_500(
+    api: APIClient, session: Session, url: str
+) -> None:
+    api.raise_request_exception = False
+    response = api.get(url)
+    assert response.status_code < 500, response.content[:300]
+    response.content.decode("utf-8")
