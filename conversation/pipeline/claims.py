@@ -159,9 +159,24 @@ class _Tagger:
         ]
 
 
+_LOADING = threading.Lock()
+
+
 @lru_cache(maxsize=1)
-def _tagger() -> _Tagger:
+def _loaded() -> _Tagger:
     return _Tagger()
+
+
+def _tagger() -> _Tagger:
+    with _LOADING:  # one load, however many threads ask first
+        return _loaded()
+
+
+def warm_up_in_background() -> None:
+    """Load the tagger beside the model's first tokens (about 0.3 s once per process), not in
+    front of the first sentence."""
+    if _loaded.cache_info().currsize == 0:
+        threading.Thread(target=_tagger, name="claims-tagger", daemon=True).start()
 
 
 def _verb_lemma(word: _Word) -> str:
@@ -169,7 +184,7 @@ def _verb_lemma(word: _Word) -> str:
     ("wurde entfernt" → ADJ(D) "entfernt"): those are read again in a perfect frame."""
     if word.tag.startswith("VV"):
         return word.lemma.lower()
-    if word.tag.startswith("ADJ(D)") or word.tag in {"NE", "XY", "NN"}:
+    if _is_participle(word):
         again = _tagger().tag(["ich", "habe", "es", word.low])[-1]
         if again.tag == "VV(PP)":
             return again.lemma.lower()
@@ -180,9 +195,11 @@ def _verb_lemma(word: _Word) -> str:
 
 
 def _is_participle(word: _Word) -> bool:
+    """A participle, or a word HanTa may have misread as one's neighbour: an adverbial
+    adjective ("entfernt") or an unknown capitalised word ("Gelöscht" opening a sentence)."""
     if word.tag == "VV(PP)":
         return True
-    return word.tag.startswith("ADJ(D)") or word.tag in {"NE", "XY", "NN"}
+    return word.tag.startswith("ADJ(D)") or word.tag in {"NE", "XY"}
 
 
 def _kinds_named(words: list[_Word], verb: str) -> tuple[str, ...]:
@@ -192,8 +209,8 @@ def _kinds_named(words: list[_Word], verb: str) -> tuple[str, ...]:
     for kind in _KINDS.values():
         if verb not in WRITE_VERBS and verb not in kind.verbs:
             continue
-        if any(n == noun or n.endswith(noun) or n.endswith("-" + noun) for n in nouns
-               for noun in kind.nouns):  # fmt: skip
+        # A compound names its kind by its last part: "Milchregel", "Siez-Regel".
+        if any(n.endswith(noun) for n in nouns for noun in kind.nouns):
             found.append(kind.name)
     return tuple(found)
 
@@ -269,9 +286,9 @@ def _clause_form(clause: list[_Word], verbs: frozenset[str], condition: bool) ->
                 return lemma, "perfekt"  # "Habe alle Regeln gelöscht." (subject left out)
         if word.tag == "VV(FIN)" and first and not other and not condition:
             return lemma, "praesens"  # "Ich lösche jetzt alle deine Regeln."
-        if word.tag == "VV(INF)" and first and not condition and any(a.lemma == "werden"
-                                                                     for a in aux):  # fmt: skip
-            return lemma, "futur"
+        will = any(a.lemma.lower() == "werden" for a in aux)
+        if word.tag == "VV(INF)" and first and not condition and will:
+            return lemma, "futur"  # "Ich werde alle deine Regeln löschen."
     return "", ""
 
 
@@ -374,6 +391,7 @@ def _norm(text: str) -> str:
 
 
 def check_for(state: TurnState) -> ClaimCheck:
+    warm_up_in_background()
     result = state.agent_result
     return ClaimCheck(
         executed=executed_kinds(state), trusted=_norm(result.text) if result is not None else ""
