@@ -38,6 +38,7 @@ logger = logging.getLogger(__name__)
 OUTCOME_UNCOVERED = "behauptung_ohne_ausfuehrung"
 OUTCOME_COVERED = "belegt"
 OUTCOME_NONE = "keine_behauptung"
+OUTCOME_FAILED = "pruefung_fehler"
 NODE = "behauptung"
 NOTE_TEXT = (
     "Hinweis: Eine Aussage über eine Änderung wurde entfernt, weil in diesem Zug nichts "
@@ -367,6 +368,8 @@ class ClaimCheck:
     # The agent's own deterministic text this turn (normalised): a sentence taken from it is
     # the server's word or a passage it quoted from a file, not a claim of the model's.
     trusted: str = ""
+    # Why the check could not read a sentence (the tagger failed): named in the turn's checks.
+    failures: list[str] = field(default_factory=list)
 
     def __call__(self, sentence: str) -> dict[str, Any] | None:
         """The uncovered claim this sentence makes (it must be withheld), or None."""
@@ -374,9 +377,11 @@ class ClaimCheck:
             return None
         try:
             claim = sentence_claim(sentence)
-        except Exception:
-            # The tagger is a check, not a second way to lose the reply: named in the log.
-            logger.exception("claim check failed", extra={"outcome": "pruefung_fehler"})
+        except Exception as exc:
+            # The tagger is a check, not a second way to lose the reply: the sentence goes out
+            # and the failure is named (outcome ``pruefung_fehler``).
+            logger.exception("claim check failed", extra={"outcome": OUTCOME_FAILED})
+            self.failures.append(f"{type(exc).__name__}: {exc}"[:200])
             return None
         if claim is None:
             return None
@@ -406,6 +411,7 @@ def run(state: TurnState, guard_record: dict[str, Any] | None) -> dict[str, Any]
     record = guard_record or {}
     withheld = list(record.get("behauptungen_ohne_ausfuehrung") or [])
     covered = list(record.get("behauptungen_belegt") or [])
+    failures = list(record.get("behauptungen_fehler") or [])
     executed = sorted(executed_kinds(state))
     content: list[dict[str, Any]] = []
     if state.composer_text:
@@ -415,10 +421,13 @@ def run(state: TurnState, guard_record: dict[str, Any] | None) -> dict[str, Any]
                 for c in find_claims(state.composer_text)
                 if not set(c.kinds) & set(executed)
             ]
-        except Exception:
+        except Exception as exc:
             logger.exception("claim check of the content failed")
+            failures.append(f"{type(exc).__name__}: {exc}"[:200])
     if withheld:
         outcome = OUTCOME_UNCOVERED
+    elif failures:
+        outcome = OUTCOME_FAILED
     elif covered:
         outcome = OUTCOME_COVERED
     else:
@@ -429,11 +438,13 @@ def run(state: TurnState, guard_record: dict[str, Any] | None) -> dict[str, Any]
         "zurueckgehalten": withheld,
         "belegt": covered,
         "inhalt_ohne_ausfuehrung": content,
+        **({"fehler": failures} if failures else {}),
     }
     state.checks["behauptungen"] = found
-    if withheld or content:
+    if withheld or content or failures:
         with node_log(state, NODE) as log:
-            log.outcome = OUTCOME_UNCOVERED if withheld else "inhalt_ohne_ausfuehrung"
+            named = {OUTCOME_UNCOVERED, OUTCOME_FAILED}
+            log.outcome = outcome if outcome in named else "inhalt_ohne_ausfuehrung"
             log.details = found
         logger.warning(
             "reply claimed an action that was not executed",

@@ -318,6 +318,7 @@ def finish(state: TurnState) -> None:
         "neu_erzeugt": regenerated,
         "behauptungen_ohne_ausfuehrung": guard.unbelegt,
         "behauptungen_belegt": guard.claims.covered if guard.claims is not None else [],
+        "behauptungen_fehler": guard.claims.failures if guard.claims is not None else [],
     }
     if original != state.reply:
         record["original"] = original

@@ -16,7 +16,7 @@ from conversation.pipeline import claims, run_turn
 from directives import services
 from directives.models import Directive
 from directives.tests.helpers import say, script_classifier
-from tests.chat_requests import is_responder
+from tests.chat_requests import is_composer, is_responder
 from tests.fakes.openai_server import FakeOpenAI
 
 pytestmark = pytest.mark.django_db
@@ -112,3 +112,35 @@ def test_a_refused_deletion_may_not_be_claimed(
     assert refused["status"] == "dismissed"
     assert refused["reply"] == "Alles klar."
     assert Directive.objects.filter(user=user, active=True).count() == 1
+
+
+def test_a_claim_in_the_content_is_named_even_when_the_reply_drops_it(
+    fake_llm: FakeOpenAI, session: Session, user: Any
+) -> None:
+    fake_llm.add(CLAIM, match=is_composer)
+    fake_llm.add("Schön, dass Sie da sind.", match=is_responder)
+
+    result = run_turn(user=user, character=session.character, session=session, text="Hallo!")
+
+    assert result.reply == "Schön, dass Sie da sind."
+    row = PipelineLog.objects.get(turn_id=result.turn_id, node="behauptung")
+    assert row.outcome == "inhalt_ohne_ausfuehrung"
+    assert [c["satz"] for c in row.details["inhalt_ohne_ausfuehrung"]] == [CLAIM]
+    assert result.note is None  # the person saw no claim
+
+
+def test_a_failing_claim_reader_is_named_and_loses_no_reply(
+    fake_llm: FakeOpenAI, session: Session, user: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def broken(sentence: str) -> None:
+        raise RuntimeError("tagger kaputt")
+
+    monkeypatch.setattr(claims, "sentence_claim", broken)
+    fake_llm.add("Schön, dass Sie da sind.", match=is_responder)
+
+    result = run_turn(user=user, character=session.character, session=session, text="Hallo!")
+
+    assert result.reply == "Schön, dass Sie da sind."
+    row = PipelineLog.objects.get(turn_id=result.turn_id, node="behauptung")
+    assert row.outcome == "pruefung_fehler"
+    assert "tagger kaputt" in row.details["fehler"][0]
