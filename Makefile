@@ -6,7 +6,7 @@ VENV := .venv
 VPY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: run test test-llm bench lint format stop install
+.PHONY: run test test-llm fuzz bench lint format stop install
 
 install: $(STAMP)
 
@@ -63,6 +63,15 @@ test-llm: $(STAMP)
 	  $(VPY) tests/llm_server.py --python $(LLM_PY) --model $(LLM_GGUF) \
 	    --log $(LLM_DIR)/server.log -- $(VPY) -m novaberg.launcher test -m llm; \
 	fi
+
+# The OpenAPI contract test (tests/test_api_contract.py, Schemathesis --checks all) with a larger
+# budget than make test gives it: cases per operation, and seconds the fuzzing and stateful
+# phases repeat for.
+FUZZ_EXAMPLES ?= 100
+FUZZ_SECONDS ?= 600
+fuzz: $(STAMP)
+	NOVABERG_TEST_LINT=0 NOVABERG_REQUIRE_BROWSER=0 NOVABERG_FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) NOVABERG_FUZZ_SECONDS=$(FUZZ_SECONDS) \
+	  $(VPY) -m novaberg.launcher test tests/test_api_contract.py -s
 
 bench: $(STAMP)
 	$(VPY) -m novaberg.launcher bench

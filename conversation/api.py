@@ -12,10 +12,12 @@ from collections.abc import AsyncIterator, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+from django.conf import settings
 from django.contrib.auth.models import User
 from django.core.handlers.asgi import ASGIRequest
 from django.db import connection
 from django.http import Http404, StreamingHttpResponse
+from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_field
 from rest_framework import serializers, status
 from rest_framework.request import Request
@@ -28,6 +30,7 @@ from conversation.pipeline import TurnResult, run_turn
 from conversation.pipeline.runner import check_input
 from conversation.pipeline.state import STOP_DISCONNECTED, TurnCancel
 from conversation.vocabulary import Status
+from novaberg import fields as strict
 from novaberg.api_errors import ApplicationError, BusyError, ErrorSerializer, NotFoundError
 from novaberg.auth import request_user
 
@@ -101,7 +104,10 @@ class SessionCreateApi(APIView):
     @extend_schema(
         parameters=[
             OpenApiParameter(
-                "q", str, required=False, description="only chats whose title or text has it"
+                "q",
+                {"type": "string", "maxLength": SEARCH_MAX_CHARS, "pattern": "^[^\\u0000]*$"},
+                required=False,
+                description="only chats whose title or text has it",
             )
         ],
         responses={200: SessionListSerializer(many=True), 400: ErrorSerializer},
@@ -125,10 +131,23 @@ class SessionCreateApi(APIView):
         )
 
 
+# Control characters a title may not hold (services.session_rename): those that are not
+# whitespace, which the title's spaces are folded from.
+TITLE_PATTERN = "^[^\\u0000-\\u0008\\u000e-\\u001b\\u007f]*$"
+
+
+@extend_schema_field(
+    {"type": "string", "maxLength": services.TITLE_MAX_CHARS, "pattern": TITLE_PATTERN}
+)
+class TitleField(strict.StrictCharField):
+    pass
+
+
 class SessionRenameSerializer(serializers.Serializer[dict[str, str]]):
-    title = serializers.CharField(
+    title = TitleField(
         allow_blank=True,
         trim_whitespace=False,
+        max_length=services.TITLE_MAX_CHARS,
         help_text="empty: the automatic title from her first message again",
     )
 
@@ -153,6 +172,11 @@ class SessionDetailApi(APIView):
             given = request.data.get("title") if hasattr(request.data, "get") else None
             if given is None:
                 raise ApplicationError("Der neue Titel fehlt (Feld „title“).", step="kein_titel")
+            if isinstance(given, str) and len(given) > services.TITLE_MAX_CHARS:
+                raise ApplicationError(
+                    f"Der Titel darf höchstens {services.TITLE_MAX_CHARS} Zeichen lang sein.",
+                    step="titel_zu_lang",
+                )
             raise ApplicationError(
                 "Der Titel muss Text ohne Steuerzeichen sein.", step="titel_unlesbar"
             )
@@ -239,28 +263,58 @@ def _refused_message(data: object) -> tuple[str, str] | None:
     return None
 
 
+# ``?stream=``: these words ask for the NDJSON stream, these for the plain answer; any other
+# value is refused (400), so a typo never silently picks one.
+STREAM_ON = frozenset({"1", "true", "ja"})
+STREAM_OFF = frozenset({"", "0", "false", "nein"})
+
+
+@extend_schema_field(
+    {
+        "type": "string",
+        "pattern": "\\S",
+        "maxLength": settings.MAX_MESSAGE_CHARS,
+        "description": "at least one character that is not a space; control characters are "
+        "answered by the pipeline (status fehler, step steuerzeichen)",
+    }
+)
+class MessageTextField(RawTextField):
+    pass
+
+
 class MessageCreateApi(APIView):
     class InputSerializer(serializers.Serializer[dict[str, Any]]):
         # Empty and over-long texts are refused before this (400 {detail}); control characters
         # go on to the pipeline, which refuses them with a named step and a German sentence.
-        text = RawTextField(allow_blank=True, trim_whitespace=False)
+        text = MessageTextField(allow_blank=True, trim_whitespace=False)
 
     @extend_schema(
         request=InputSerializer,
         parameters=[
             OpenApiParameter(
                 "stream",
-                bool,
+                str,
+                enum=sorted(STREAM_ON | STREAM_OFF - {""}),
                 description="1: NDJSON stream of token lines, then one done line",
             )
         ],
-        responses={200: TurnReplySerializer, 400: MessageRefusedSerializer, 503: ErrorSerializer},
+        responses={
+            (200, "application/json"): TurnReplySerializer,
+            (200, "application/x-ndjson"): OpenApiTypes.STR,
+            400: MessageRefusedSerializer,
+            503: ErrorSerializer,
+        },
     )
     def post(self, request: Request, session_id: int) -> Response | StreamingHttpResponse:
         """``?stream=1`` answers NDJSON: one ``{"type": "token", "text"}`` line per token, then
         one ``{"type": "done", ...}`` line with the same shape as the plain answer."""
         user = request_user(request)
         session = _session_or_404(request, session_id)
+        stream = request.query_params.get("stream", "").lower()
+        if stream not in STREAM_ON | STREAM_OFF:
+            raise ApplicationError(
+                "stream muss 1 oder 0 (true oder false) sein.", step="stream_unlesbar"
+            )
         refused = _refused_message(request.data)
         if refused is not None:
             step, detail = refused
@@ -270,7 +324,7 @@ class MessageCreateApi(APIView):
         data = self.InputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         text = data.validated_data["text"]
-        if request.query_params.get("stream") in {"1", "true", "ja"}:
+        if stream in STREAM_ON:
             # Under ASGI (daphne) the lines go out as an async iterator: Django would read a
             # sync one to its end before sending a byte, and a client gone would go unnoticed.
             asgi = isinstance(request._request, ASGIRequest)

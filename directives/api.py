@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from django.http import Http404
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.utils import PolymorphicProxySerializer, extend_schema, extend_schema_field
 from rest_framework import serializers, status
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -20,6 +20,7 @@ from conversation.agents import AgentResult
 from conversation.vocabulary import Status
 from directives import proposals, selectors, services
 from directives.models import Directive
+from novaberg import fields as strict
 from novaberg.api_errors import (
     ApplicationError,
     ConflictError,
@@ -99,8 +100,8 @@ class DirectiveFilterSerializer(serializers.Serializer[dict[str, Any]]):
 
 
 class DirectiveCreateSerializer(serializers.Serializer[dict[str, Any]]):
-    text = serializers.CharField(max_length=services.MAX_TEXT_CHARS)
-    context = serializers.CharField(  # type: ignore[assignment]  # a field, not Field.context
+    text = strict.StrictCharField(max_length=services.MAX_TEXT_CHARS)
+    context = strict.StrictCharField(  # type: ignore[assignment]  # a field, not Field.context
         required=False, allow_blank=True, default=""
     )
 
@@ -140,14 +141,17 @@ class DirectiveListApi(APIView):
 
 
 class DirectivePatchSerializer(serializers.Serializer[dict[str, Any]]):
-    text = serializers.CharField(required=False, max_length=services.MAX_TEXT_CHARS)
-    context = serializers.CharField(  # type: ignore[assignment]  # a field, not Field.context
+    text = strict.StrictCharField(required=False, max_length=services.MAX_TEXT_CHARS)
+    context = strict.StrictCharField(  # type: ignore[assignment]  # a field, not Field.context
         required=False, allow_blank=True
     )
-    active = serializers.BooleanField(required=False)
+    active = strict.StrictBooleanField(required=False)
 
 
 class DirectiveDetailApi(APIView):
+    """One rule: read, change (``PATCH``). There is no DELETE: ``PATCH {"active": false}``
+    deactivates a rule, which stays readable here with its history (bi-temporal)."""
+
     @extend_schema(responses={200: DirectiveSerializer})
     def get(self, request: Request, directive_id: int) -> Response:
         return Response(DirectiveSerializer(_row_or_404(request, directive_id)).data)
@@ -160,6 +164,8 @@ class DirectiveDetailApi(APIView):
             404: ErrorSerializer,
             409: ErrorSerializer,
         },
+        description="A body without a known field changes nothing (200, the rule as it is); "
+        "409: a new text for an inactive rule, or the same text as another active rule.",
     )
     def patch(self, request: Request, directive_id: int) -> Response:
         user = request_user(request)
@@ -168,10 +174,11 @@ class DirectiveDetailApi(APIView):
         data.is_valid(raise_exception=True)
         values: dict[str, Any] = data.validated_data
         if not values:
-            raise ApplicationError("Nichts zu ändern.", step="nichts_zu_tun")
+            # Nothing this endpoint knows was sent (unknown keys are ignored): nothing changes.
+            return Response(DirectiveSerializer(row).data)
         if "text" in values or "context" in values:
             if not row.active:
-                raise ApplicationError(
+                raise ConflictError(
                     "Eine inaktive Direktive kann nicht geändert werden; stell sie erst wieder "
                     "her.",
                     step="nicht_aktiv",
@@ -193,17 +200,6 @@ class DirectiveDetailApi(APIView):
             row = _ok(service(user=user, directive_id=row.pk, source="api"))
         return Response(DirectiveSerializer(row).data)
 
-    @extend_schema(responses={204: None})
-    def delete(self, request: Request, directive_id: int) -> Response:
-        row = _row_or_404(request, directive_id)
-        if row.active:
-            _ok(
-                services.directive_deactivate(
-                    user=request_user(request), directive_id=row.pk, source="api"
-                )
-            )
-        return Response(status=status.HTTP_204_NO_CONTENT)
-
 
 class DirectiveHistoryApi(APIView):
     @extend_schema(responses={200: DirectiveHistorySerializer})
@@ -222,17 +218,76 @@ class DirectiveHistoryApi(APIView):
 
 class ProposalCreateSerializer(serializers.Serializer[dict[str, Any]]):
     action = serializers.ChoiceField(choices=list(proposals.ACTIONS))
-    directive_id = serializers.IntegerField(required=False, allow_null=True, min_value=1)
-    text = serializers.CharField(
+    directive_id = strict.StrictIntegerField(required=False, allow_null=True, min_value=1)
+    text = strict.StrictCharField(
         required=False, allow_blank=True, default="", max_length=services.MAX_TEXT_CHARS
     )
-    context = serializers.CharField(  # type: ignore[assignment]  # a field, not Field.context
+    context = strict.StrictCharField(  # type: ignore[assignment]  # a field, not Field.context
         required=False, allow_blank=True, default="", max_length=services.MAX_TEXT_CHARS
     )
+
+
+# The order as the schema states it, one shape per action (what the gate needs to ask its
+# question): create and update need a text with a character that is not a space, update,
+# delete and reactivate a rule's id, undo nothing. ``ProposalCreateSerializer`` reads them all.
+def _action_field(*actions: str) -> serializers.Field:
+    @extend_schema_field({"type": "string", "enum": list(actions)})
+    class ActionField(serializers.Field):
+        pass
+
+    return ActionField()
+
+
+def _rule_id_field() -> serializers.IntegerField:
+    return strict.StrictIntegerField(min_value=1, max_value=proposals.MAX_ROW_ID)
+
+
+def _rule_text_field() -> serializers.CharField:
+    return strict.StrictCharField(max_length=services.MAX_TEXT_CHARS)
+
+
+def _context_field() -> serializers.CharField:
+    return strict.StrictCharField(
+        required=False, allow_blank=True, max_length=services.MAX_TEXT_CHARS
+    )
+
+
+class ProposalCreateOrderSerializer(serializers.Serializer[dict[str, Any]]):
+    action = _action_field("create")
+    text = _rule_text_field()
+    context = _context_field()  # type: ignore[assignment]  # a field, not Field.context
+
+
+class ProposalUpdateOrderSerializer(serializers.Serializer[dict[str, Any]]):
+    action = _action_field("update")
+    directive_id = _rule_id_field()
+    text = _rule_text_field()
+    context = _context_field()  # type: ignore[assignment]  # a field, not Field.context
+
+
+class ProposalTargetOrderSerializer(serializers.Serializer[dict[str, Any]]):
+    action = _action_field("delete", "reactivate")
+    directive_id = _rule_id_field()
+
+
+class ProposalUndoOrderSerializer(serializers.Serializer[dict[str, Any]]):
+    action = _action_field("undo")
+
+
+PROPOSAL_ORDER = PolymorphicProxySerializer(
+    component_name="ProposalOrder",
+    serializers=[
+        ProposalCreateOrderSerializer,
+        ProposalUpdateOrderSerializer,
+        ProposalTargetOrderSerializer,
+        ProposalUndoOrderSerializer,
+    ],
+    resource_type_field_name=None,
+)
 
 
 class ProposalAnswerSerializer(serializers.Serializer[dict[str, Any]]):
-    confirm = serializers.BooleanField()
+    confirm = strict.StrictBooleanField()
 
 
 class ProposalSerializer(serializers.Serializer[AgentResult]):
@@ -269,7 +324,7 @@ def _shown(request: Request, result: AgentResult) -> AgentResult:
 
 class ProposalCreateApi(APIView):
     @extend_schema(
-        request=ProposalCreateSerializer,
+        request=PROPOSAL_ORDER,
         responses={
             201: ProposalSerializer,
             200: ProposalSerializer,

@@ -17,8 +17,17 @@ from conversation.vocabulary import Status
 from files import selectors, services
 from files.boundary import RootPathCheck, root_path_still_valid
 from files.models import FileRoot, IndexRun
+from novaberg import fields as strict
 from novaberg import health
-from novaberg.api_errors import BusyError, ErrorSerializer
+from novaberg.api_errors import (
+    ApplicationError,
+    BusyError,
+    ConflictError,
+    ErrorSerializer,
+    ForbiddenError,
+    NotFoundError,
+    RefusedError,
+)
 from novaberg.auth import request_user
 
 
@@ -136,11 +145,22 @@ class RootSerializer(serializers.Serializer):
         }
 
 
+@extend_schema_field(
+    {
+        "type": "string",
+        "pattern": "^[^\\u0000]*[^\\s\\u0000][^\\u0000]*$",
+        "description": "absolute, or relative to the boundary; no NUL, not only spaces",
+    }
+)
+class ReleasePathField(strict.StrictCharField):
+    """Blank is let through to the boundary check, which names it (step ``kein_pfad``)."""
+
+
 class RootReleaseSerializer(serializers.Serializer[dict[str, Any]]):
-    path = serializers.CharField(allow_blank=True, trim_whitespace=False)
+    path = ReleasePathField(allow_blank=True, trim_whitespace=False)
     eigentum = serializers.ChoiceField(choices=FileRoot.Eigentum.choices)
-    include_globs = serializers.ListField(child=serializers.CharField(), required=False)
-    exclude_globs = serializers.ListField(child=serializers.CharField(), required=False)
+    include_globs = serializers.ListField(child=strict.StrictCharField(), required=False)
+    exclude_globs = serializers.ListField(child=strict.StrictCharField(), required=False)
 
 
 class ReleasePreviewSerializer(serializers.Serializer[dict[str, Any]]):
@@ -167,7 +187,7 @@ class RootIndexSerializer(serializers.Serializer[dict[str, Any]]):
 
 
 class RootActionSerializer(serializers.Serializer[dict[str, Any]]):
-    confirm = serializers.BooleanField(required=False, default=False)
+    confirm = strict.StrictBooleanField(required=False, default=False)
 
 
 class RootActionAnswerSerializer(serializers.Serializer[dict[str, Any]]):
@@ -181,6 +201,30 @@ class RootActionAnswerSerializer(serializers.Serializer[dict[str, Any]]):
     question = serializers.CharField(required=False)
     state = serializers.CharField(required=False)
     entries_deleted = serializers.IntegerField(required=False)
+
+
+# A release or (re)activation refused for a path that fits the schema: the folder is not
+# there (404), hidden (403, a rule of access), or already released (409). What the schema
+# already refuses (no path, NUL) stays 400; the answer body keeps its step and sentence.
+MISSING_STEPS = frozenset(
+    {"nicht_gefunden", "kein_verzeichnis", "pfad_unlesbar", "pfad_zu_lang", "name_zu_lang"}
+)
+CONFLICT_STEPS = frozenset({"schon_freigegeben", "stillgelegt"})
+
+
+def _refusal(exc: RefusedError) -> ApplicationError:
+    if isinstance(exc, ForbiddenError):
+        return exc
+    error: type[ApplicationError] | None = None
+    if exc.step in MISSING_STEPS:
+        error = NotFoundError
+    elif exc.step in CONFLICT_STEPS:
+        error = ConflictError
+    elif exc.step == "verborgen":
+        error = ForbiddenError
+    if error is None:
+        return exc
+    return error(exc.message, step=exc.step, status=exc.status)
 
 
 def _root_or_404(request: Request, root_id: int) -> FileRoot:
@@ -199,7 +243,15 @@ class RootListCreateApi(APIView):
 
     @extend_schema(
         request=RootReleaseSerializer,
-        responses={201: ReleasePreviewSerializer, 400: ErrorSerializer, 403: ErrorSerializer},
+        responses={
+            201: ReleasePreviewSerializer,
+            400: ErrorSerializer,
+            403: ErrorSerializer,
+            404: ErrorSerializer,
+            409: ErrorSerializer,
+        },
+        description="403: outside the boundary, the knowledge zone, a hidden folder; 404: no "
+        "such folder; 409: already released (active or suspended).",
     )
     def post(self, request: Request) -> Response:
         data = RootReleaseSerializer(data=request.data)
@@ -213,7 +265,7 @@ class RootListCreateApi(APIView):
             exclude_globs=data.validated_data.get("exclude_globs"),
         )
         if root is None:
-            raise preview.refusal()
+            raise _refusal(preview.refusal())
         answer = {
             "id": root.pk,
             "resolved_path": preview.resolved_path,
@@ -235,10 +287,17 @@ class RootDetailApi(APIView):
 
 
 class RootConfirmApi(APIView):
-    @extend_schema(request=None, responses={200: RootStateSerializer, 403: ErrorSerializer})
+    @extend_schema(
+        request=None,
+        responses={200: RootStateSerializer, 403: ErrorSerializer, 409: ErrorSerializer},
+        description="404 also when the folder is gone since the release; 409: suspended.",
+    )
     def post(self, request: Request, root_id: int) -> Response:
         _root_or_404(request, root_id)
-        root = services.root_confirm(user=request_user(request), root_id=root_id)
+        try:
+            root = services.root_confirm(user=request_user(request), root_id=root_id)
+        except RefusedError as exc:
+            raise _refusal(exc) from exc
         return Response(RootStateSerializer(root).data)
 
 
@@ -276,6 +335,7 @@ class _ConfirmedActionApi(APIView):
     @extend_schema(
         request=RootActionSerializer,
         responses={200: RootActionAnswerSerializer, 403: ErrorSerializer},
+        description="Reactivating a folder that is gone since its release answers 404.",
     )
     def post(self, request: Request, root_id: int) -> Response:
         root = _root_or_404(request, root_id)
@@ -304,7 +364,10 @@ class RootReactivateApi(_ConfirmedActionApi):
     question = "Soll ich %s wieder aufnehmen?"
 
     def act(self, request: Request, root_id: int) -> dict[str, Any]:
-        root = services.root_reactivate(user=request_user(request), root_id=root_id)
+        try:
+            root = services.root_reactivate(user=request_user(request), root_id=root_id)
+        except RefusedError as exc:
+            raise _refusal(exc) from exc
         return {"id": root.pk, "state": root.state}
 
 

@@ -23,14 +23,26 @@ from conversation.services import character_default
 from files import reading
 from files.retrieval import records_from_hits
 from files.search import hybrid_search
-from novaberg.api_errors import ApplicationError, ErrorSerializer, ForbiddenError, NotFoundError
+from novaberg.api_errors import (
+    ApplicationError,
+    ConflictError,
+    ErrorSerializer,
+    ForbiddenError,
+    NotFoundError,
+)
 from novaberg.auth import request_user
 
 API_SEARCH_LIMIT = 10
-# Steps of a read that mean "not there for this person": they answer 404 like a missing root.
+# Steps of a read that mean "not there for this person": they answer 404 like a missing root
+# (a folder or a link loop is no file to read, a name too long cannot exist, the lines asked
+# for are not in the file).
 NOT_FOUND_STEPS = frozenset(
-    {"wurzel_unbekannt", "ausserhalb", "verborgen", "fort", "pfad_unlesbar"}
-)
+    {
+        "wurzel_unbekannt", "ausserhalb", "verborgen", "fort", "pfad_unlesbar", "keine_datei",
+        "link_schleife", "name_zu_lang", "pfad_zu_lang", "keine_zeile", "zeilen_unlesbar",
+        "kein_block",
+    }
+)  # fmt: skip
 # Steps of the re-check of the root itself (DESIGN.md "Files": checked again at every read).
 FENCE_STEPS = frozenset(
     {"pfad_geaendert", "ausserhalb_aussenrand", "kein_aussenrand", "wissenszone"}
@@ -72,7 +84,18 @@ class FileLinesSerializer(serializers.Serializer[reading.ReadResult]):
 
 class SearchApi(APIView):
     @extend_schema(
-        parameters=[OpenApiParameter("q", str, required=True)],
+        parameters=[
+            OpenApiParameter(
+                "q",
+                {
+                    "type": "string",
+                    "maxLength": settings.FILES_QUERY_MAX_CHARS,
+                    "pattern": "^[^\\u0000]*[^\\s\\u0000][^\\u0000]*$",
+                },
+                required=True,
+                description="the words to look for (not only spaces, no NUL)",
+            )
+        ],
         responses={200: SearchResultsSerializer, 400: ErrorSerializer},
     )
     def get(self, request: Request) -> Response:
@@ -114,22 +137,33 @@ class SearchApi(APIView):
         return Response(SearchResultsSerializer({"results": records}).data)
 
 
-_LINES = re.compile(
-    rf"^\s*(\d{{1,{LINE_DIGITS_MAX}}})\s*-\s*(\d{{1,{LINE_DIGITS_MAX}}})\s*$", re.ASCII
-)
+# The schema's pattern of ``lines``, and what the view reads: explicit classes, so that
+# Python's and ECMA's regex (and the fuzzer's generator) agree on every character.
+_SPACE = "[ \\t\\n\\r\\f\\v]*"
+_NUMBER = f"([0-9]{{1,{LINE_DIGITS_MAX}}})"
+LINES_PATTERN = f"^{_SPACE}{_NUMBER}{_SPACE}-{_SPACE}{_NUMBER}{_SPACE}$"
+_LINES = re.compile(LINES_PATTERN)
 
 
 class FileLinesApi(APIView):
     @extend_schema(
         parameters=[
             OpenApiParameter("path", str, required=True),
-            OpenApiParameter("lines", str, required=False, description="a-b"),
+            OpenApiParameter(
+                "lines",
+                str,
+                required=False,
+                pattern=LINES_PATTERN,
+                description="a-b, 1-based, both included; a range the file does not have "
+                "(b < a, a past the end) answers 404",
+            ),
         ],
         responses={
             200: FileLinesSerializer,
             400: ErrorSerializer,
             403: ErrorSerializer,
             404: ErrorSerializer,
+            409: ErrorSerializer,
         },
     )
     def get(self, request: Request, root_id: int) -> Response:
@@ -154,7 +188,9 @@ class FileLinesApi(APIView):
             root_id=root_id,
         )
         if not result.ok:
-            error: type[ApplicationError] = ApplicationError
+            # Any other refusal is about a file that is there but cannot be given as text
+            # now (too big, unreadable, binary, a damaged PDF): a state, not bad input (409).
+            error: type[ApplicationError] = ConflictError
             if result.step in NOT_FOUND_STEPS:
                 error = NotFoundError
             elif result.step in FENCE_STEPS:

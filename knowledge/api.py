@@ -16,6 +16,7 @@ from rest_framework.views import APIView
 from knowledge import library, marks, selectors
 from knowledge.models import KnowledgeEdit, KnowledgeEntry
 from knowledge.tools import datei_lesen, knowledge_edit_undo
+from novaberg import fields as strict
 from novaberg.api_errors import ConflictError
 from novaberg.auth import request_user
 
@@ -67,7 +68,7 @@ class KnowledgeEditSerializer(serializers.Serializer):
 
 
 class UndoRequestSerializer(serializers.Serializer):
-    confirm = serializers.BooleanField(required=False, default=False)
+    confirm = strict.StrictBooleanField(required=False, default=False)
 
 
 class UndoQuestionSerializer(serializers.Serializer):

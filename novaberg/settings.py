@@ -310,14 +310,16 @@ REST_FRAMEWORK = {
         "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
-    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "DEFAULT_SCHEMA_CLASS": "novaberg.openapi.AutoSchema",
     "EXCEPTION_HANDLER": "novaberg.api_errors.exception_handler",
     # JSON with a depth limit and without lone surrogates (400, never a RecursionError's 500).
     "DEFAULT_PARSER_CLASSES": [
         "novaberg.parsers.CheckedJSONParser",
-        "rest_framework.parsers.FormParser",
-        "rest_framework.parsers.MultiPartParser",
     ],
+    # The API takes JSON bodies only (the pages send JSON): a form body would read a missing
+    # boolean as false, which the schema cannot state (a 415 instead; issue 27, the contract).
+    # The token login keeps its own parsers (ObtainAuthToken: form, multipart, JSON).
+    "TEST_REQUEST_DEFAULT_FORMAT": "json",
     # Failed logins (page and token API) per address and per name: novaberg/login_throttle.py.
     "DEFAULT_THROTTLE_RATES": {"anmeldung_adresse": "30/hour", "anmeldung_name": "10/hour"},
 }
@@ -328,6 +330,17 @@ SPECTACULAR_SETTINGS = {
     "SERVE_INCLUDE_SCHEMA": False,
     # The schema names every endpoint and field: only a logged-in person reads it.
     "SERVE_PERMISSIONS": ["rest_framework.permissions.IsAuthenticated"],
+    # Request bodies get their own components: a field required and non-blank in a request
+    # (minLength, the pattern of novaberg.openapi.AutoSchema) is not so in an answer.
+    "COMPONENT_SPLIT_REQUEST": True,
+    # A PATCH body is read with the serializer's own required fields (no partial update).
+    "COMPONENT_SPLIT_PATCH": False,
+    # 401/403/404/400/415 and their bodies, which the stack gives to every view of a kind
+    # (novaberg/openapi.py); the enum hook is drf-spectacular's default.
+    "POSTPROCESSING_HOOKS": [
+        "drf_spectacular.hooks.postprocess_schema_enums",
+        "novaberg.openapi.document_error_answers",
+    ],
     # Two choice sets share the field name "state" (a root's and a watcher run's): each gets
     # its own schema name instead of a generated one (drf_spectacular.W001).
     "ENUM_NAME_OVERRIDES": {

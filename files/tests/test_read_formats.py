@@ -206,6 +206,6 @@ def test_a_damaged_pdf_is_a_named_refusal_not_garbage(
 ) -> None:
     write(Path(root.path), "kaputt.pdf", b"%PDF-1.4\nnur Anfang, kein Dokument\n")
     response = api.get(f"/api/roots/{root.pk}/file/", {"path": "kaputt.pdf"})
-    assert response.status_code == 400
+    assert response.status_code == 409  # the file is there, its content cannot be read
     assert response.json()["step"] == "format_defekt"
     assert "%PDF" not in response.json().get("text", "")
