@@ -7,6 +7,7 @@ from typing import Any
 
 from django.http import Http404
 from drf_spectacular.utils import extend_schema, extend_schema_field
+from kombu.exceptions import OperationalError as KombuOperationalError
 from rest_framework import serializers, status
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -318,7 +319,12 @@ class RootIndexApi(APIView):
         # waits and retries): asked first, it is a 503 within a second and no run waits.
         if not health.broker_answers():
             raise BusyError(INDEX_BROKER_DOWN, step="auftragsdienst_nicht_erreichbar")
-        root = services.root_index_enqueue(user=request_user(request), root_id=root_id)
+        try:
+            root = services.root_index_enqueue(user=request_user(request), root_id=root_id)
+        except KombuOperationalError as exc:
+            # The broker stalled after it answered: the task was not sent on commit. The
+            # waiting run row is settled by beat's reaper (files.watcher.runs).
+            raise BusyError(INDEX_BROKER_DOWN, step="auftragsdienst_nicht_erreichbar") from exc
         answer = {"id": root.pk, "status": Status.RUNNING.value}
         return Response(RootIndexSerializer(answer).data, status=status.HTTP_202_ACCEPTED)
 

@@ -238,7 +238,16 @@ CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 # pop (kombu's brpop_timeout, 1 s) stays well below the read timeout. A request that sends a
 # task asks the broker first (novaberg.health.broker_answers) and answers 503 at once.
 CELERY_BROKER_CONNECTION_TIMEOUT = 2.0
-CELERY_BROKER_TRANSPORT_OPTIONS = {"socket_timeout": 5.0, "socket_connect_timeout": 2.0}
+CELERY_BROKER_TRANSPORT_OPTIONS = {"socket_timeout": 2.0, "socket_connect_timeout": 2.0}
+# One retry of a failed publish (Celery's default is three): with the read timeout above, a
+# send during a stall gives up after about 6 s (read, reconnect, read again), not after the
+# whole stall.
+CELERY_TASK_PUBLISH_RETRY_POLICY = {
+    "max_retries": 1,
+    "interval_start": 0,
+    "interval_step": 0.2,
+    "interval_max": 0.2,
+}
 CELERY_REDIS_SOCKET_CONNECT_TIMEOUT = 2.0
 CELERY_BEAT_SCHEDULE_FILENAME = str(DATA_DIR / "celerybeat-schedule")
 CELERY_BEAT_SCHEDULE: dict[str, dict[str, object]] = {}

@@ -124,3 +124,30 @@ def test_starting_an_index_run_while_redis_stalls_is_503_within_two_seconds(
     # Nothing waits for a task that was never sent.
     assert IndexRun.objects.filter(root_id=active_root).count() == runs_before
     assert FileRoot.objects.get(pk=active_root).state == FileRoot.State.ACTIVE
+
+
+LONG_STALL_S = 10.0
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_broker_that_stalls_after_answering_is_503_before_the_stall_ends(
+    api: APIClient, active_root: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The stall begins between the broker's answer and the task's send (on commit): Celery's
+    # bounded read timeout and single retry (settings.CELERY_BROKER_TRANSPORT_OPTIONS,
+    # CELERY_TASK_PUBLISH_RETRY_POLICY) end the send, and the answer is still the 503.
+    from novaberg import health
+
+    monkeypatch.setattr(health, "broker_answers", lambda: True)
+    admin = redis.Redis.from_url(django_settings.REDIS_URL)
+    admin.execute_command("CLIENT", "PAUSE", int(LONG_STALL_S * 1000), "ALL")
+    ends = time.monotonic() + LONG_STALL_S
+    try:
+        api.raise_request_exception = False
+        response, took = timed(lambda: api.post(f"/api/roots/{active_root}/index/"))
+    finally:
+        time.sleep(max(0.0, ends - time.monotonic()) + 0.3)
+        admin.close()
+    assert response.status_code == 503, response.content[:300]
+    assert response.json()["reason"] == INDEX_BROKER_DOWN
+    assert took < LONG_STALL_S - 1, took
