@@ -214,3 +214,92 @@ def test_the_zone_is_refused_by_chat(api: APIClient, session: Session, zone: Pat
     assert reply["status"] == "rejected" and reply["step"] == "wissenszone"
     assert "Wissensablage" in reply["reply"]
     assert not FileRoot.objects.exists()
+
+
+# -- the released directory's identity (issue 27: a swap for a real folder, a link on the way) --
+
+
+def swap_for_folder(folder: Path, source: Path) -> None:
+    """The folder is replaced by another real directory at the same path (no link anywhere):
+    only the device and inode stored at release tell them apart."""
+    folder.rename(folder.with_name(folder.name + "-alt"))
+    source.rename(folder)
+
+
+def test_a_root_exchanged_for_another_real_folder_is_not_read(
+    api: APIClient, rand: Path, user: Any
+) -> None:
+    root = release(api, "notizen")
+    stored = FileRoot.objects.get(pk=root.pk)
+    assert stored.dir_device is not None and stored.dir_inode is not None  # from the dry run
+    swap_for_folder(rand / "notizen", rand / "anderswo")
+
+    response = api.get(f"/api/roots/{root.pk}/file/", {"path": "tee.md"})
+
+    assert response.status_code == 403, response.content
+    assert response.json()["step"] == "pfad_geaendert"
+    assert "nicht mehr derselbe Ordner" in response.json()["reason"]
+    assert SECRET.encode() not in response.content
+    assert index_root_run(root_id=root.pk, full_hash=True).outcome == "pfad_geaendert"
+    assert not IndexEntry.objects.filter(search_text__contains=SECRET).exists()
+    assert api.get(f"/api/roots/{root.pk}/").json()["problem"]["step"] == "pfad_geaendert"
+
+
+def test_a_root_exchanged_for_another_folder_can_be_released_anew(
+    api: APIClient, rand: Path
+) -> None:
+    root = release(api, "notizen")
+    swap_for_folder(rand / "notizen", rand / "anderswo")
+    # The person looks at the new folder and releases it again: the dry run counts what is
+    # there now, the confirm stores its identity, the next run verifies every row by hash.
+    response = api.post("/api/roots/", {"path": "notizen", "eigentum": "nutzer"}, format="json")
+    assert response.status_code == 201, response.content
+    assert response.json()["id"] == root.pk
+    assert api.post(f"/api/roots/{root.pk}/confirm/").status_code == 200
+    report = index_root_run(root_id=root.pk)
+    assert report.outcome == "fertig" and report.full_hash
+    read = api.get(f"/api/roots/{root.pk}/file/", {"path": "tee.md"})
+    assert read.status_code == 200 and SECRET in read.json()["text"]
+
+
+def test_a_root_released_before_identities_records_it_at_its_first_check(
+    api: APIClient, rand: Path, user: Any
+) -> None:
+    root = release(api, "notizen")
+    FileRoot.objects.filter(pk=root.pk).update(dir_device=None, dir_inode=None)
+    assert api.get(f"/api/roots/{root.pk}/file/", {"path": "tee.md"}).status_code == 200
+    stored = FileRoot.objects.get(pk=root.pk)
+    st = os.stat(rand / "notizen")
+    assert (stored.dir_device, stored.dir_inode) == (st.st_dev, st.st_ino)
+
+
+def test_a_folder_on_the_roots_path_swapped_for_a_link_after_the_check_is_not_followed(
+    api: APIClient, rand: Path, user: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The string check passed; then a folder *above* the root is exchanged for a link to a
+    twin outside. Opening the root with O_NOFOLLOW on its last component alone would follow
+    the link on the way; the root is opened from / one component at a time."""
+    from files import boundary
+
+    write(rand / "anna" / "notizen", "tee.md", "# Annas Tee\n")
+    twin = rand.parent / "zwilling"
+    write(twin / "notizen", "tee.md", f"# Fremd\n\n{SECRET} im Zwilling\n")
+    root = release(api, "anna/notizen")
+    real_check = boundary._path_check
+
+    def check_then_swap(root: FileRoot, *, user: Any) -> boundary.RootPathCheck:
+        result = real_check(root, user=user)
+        if not (rand / "anna").is_symlink():
+            (rand / "anna").rename(rand / "anna-echt")
+            (rand / "anna").symlink_to(twin, target_is_directory=True)
+        return result
+
+    monkeypatch.setattr(boundary, "_path_check", check_then_swap)
+    response = api.get(f"/api/roots/{root.pk}/file/", {"path": "tee.md"})
+
+    assert response.status_code == 403, response.content
+    assert response.json()["step"] == "pfad_geaendert"
+    assert "Verknüpfung" in response.json()["reason"]
+    assert SECRET.encode() not in response.content
+    assert index_root_run(root_id=root.pk, full_hash=True).outcome == "pfad_geaendert"
+    assert not IndexEntry.objects.filter(search_text__contains=SECRET).exists()
