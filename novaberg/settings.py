@@ -200,6 +200,9 @@ if env_str("NOVABERG_DATABASE_NAME"):
 DATABASES["default"]["TEST"] = {"NAME": env_str("NOVABERG_TEST_DB_NAME", "test_novaberg")}
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
+# No consumer of this app uses the layer: the chat socket streams its turns in-process
+# (conversation/consumers.py), so a Redis stall does not reach it. Kept configured for a
+# consumer that would send between processes; what follows holds for any such consumer.
 # channels_redis waits for a socket's next message with a blocking BZPOPMIN of 5 s
 # (RedisChannelLayer.brpop_timeout); redis-py's default socket timeout is also 5 s, so the read
 # timed out together with the blocking pop and every quiet chat socket closed with 1011. The
