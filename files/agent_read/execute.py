@@ -25,6 +25,13 @@ def _lines(n: object) -> str:
 def _cut_note(result: reading.ReadResult) -> str:
     if not result.cut:
         return ""
+    if result.extra.get("cut_chars"):
+        # Cut in characters (one long line, or many): the lines shown end inside the last one.
+        return (
+            f" (gekürzt: höchstens {result.extra['cut_chars']} Zeichen je Lesen, gezeigt aus "
+            f"Zeilen {result.line_start}-{result.line_end}; "
+            f"die Datei hat {_lines(result.extra.get('total_lines', '?'))})"
+        )
     return (
         f" (gekürzt: höchstens {_lines(result.line_end - result.line_start + 1)} je Lesen; "
         f"die Datei hat {_lines(result.extra.get('total_lines', '?'))})"
