@@ -344,17 +344,26 @@ def zeilen_lesen(
     return result
 
 
-def chars_cut_note(limit: int) -> str:
-    return (
-        f"Gekürzt: mehr als {limit} Zeichen; gezeigt werden die ersten {limit} Zeichen, "
-        "der Rest der Zeilen fehlt hier."
-    )
+def chars_cut_note(limit: int, *, line: int | None = None, next_line: int | None = None) -> str:
+    """The German "gekürzt" of a read cut at FILES_READ_MAX_CHARS characters."""
+    if line is not None:
+        return (
+            f"Gekürzt: Zeile {line} ist länger als {limit} Zeichen; gezeigt werden ihre ersten "
+            f"{limit} Zeichen."
+        )
+    if next_line is not None:
+        return (
+            f"Gekürzt: mehr als {limit} Zeichen; gezeigt werden ganze Zeilen bis Zeile "
+            f"{next_line - 1}, weiter geht es ab Zeile {next_line}."
+        )
+    return f"Gekürzt: mehr als {limit} Zeichen; gezeigt werden die ersten {limit} Zeichen."
 
 
 def _bounded_text(lines: list[str], start: int, end: int, result: ReadResult) -> tuple[str, int]:
-    """Lines ``start``..``end`` joined, at most FILES_READ_MAX_CHARS characters: a long line
-    is cut inside the line, ``end`` becomes the last line shown (even partly), and the result
-    says "gekürzt" (``cut``, ``extra['cut_chars']`` and the German ``message``)."""
+    """Lines ``start``..``end`` joined, at most FILES_READ_MAX_CHARS characters, and the last
+    line shown. Whole lines while one fits (``end`` is then the last whole line, so a reader
+    paging on from ``end + 1`` misses nothing); a first line longer than the limit alone is cut
+    inside the line. A cut says "gekürzt" (``cut``, ``extra['cut_chars']``, ``message``)."""
     limit = int(settings.FILES_READ_MAX_CHARS)
     parts: list[str] = []
     used = 0
@@ -362,15 +371,15 @@ def _bounded_text(lines: list[str], start: int, end: int, result: ReadResult) ->
         line = lines[number - 1]
         need = len(line) + (1 if parts else 0)
         if used + need > limit:
-            room = limit - used - (1 if parts else 0)
-            if room > 0 or not parts:
-                parts.append(line[: max(room, 0)])
-                end = number
-            else:
-                end = number - 1
             result.cut = True
             result.extra["cut_chars"] = limit
-            result.message = chars_cut_note(limit)
+            if parts:
+                end = number - 1
+                result.message = chars_cut_note(limit, next_line=number)
+            else:
+                parts.append(line[:limit])
+                end = number
+                result.message = chars_cut_note(limit, line=number)
             break
         parts.append(line)
         used += need

@@ -39,13 +39,25 @@ def root(tmp_path: Path, user: Any, nova: Character, settings: Any) -> FileRoot:
 def test_one_long_line_is_cut_in_characters_and_says_so(
     root: FileRoot, user: Any, nova: Character, settings: Any
 ) -> None:
-    result = reading.zeilen_lesen(user=user, character=nova, path="lang.txt", start=1, end=3)
+    result = reading.zeilen_lesen(user=user, character=nova, path="lang.txt", start=2, end=3)
 
     assert result.ok and result.cut
     assert len(result.text) == settings.FILES_READ_MAX_CHARS
-    assert result.text.startswith("Kopf\nWort Wort")
-    assert (result.line_start, result.line_end) == (1, 2)  # line 2 shown in part
+    assert result.text.startswith("Wort Wort")
+    assert (result.line_start, result.line_end) == (2, 2)  # line 2 shown in part
     assert "Gekürzt" in result.message and str(settings.FILES_READ_MAX_CHARS) in result.message
+
+
+def test_a_read_over_the_limit_stops_after_the_last_whole_line(
+    root: FileRoot, user: Any, nova: Character
+) -> None:
+    # Line 1 fits, line 2 does not: the read ends with line 1 and says where to go on, so a
+    # reader paging from line_end + 1 misses nothing.
+    result = reading.zeilen_lesen(user=user, character=nova, path="lang.txt", start=1, end=3)
+
+    assert result.ok and result.cut
+    assert result.text == "Kopf" and (result.line_start, result.line_end) == (1, 1)
+    assert "Gekürzt" in result.message and "ab Zeile 2" in result.message
 
 
 def test_a_short_read_is_whole_and_says_nothing(root: FileRoot, user: Any, nova: Character) -> None:
