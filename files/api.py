@@ -7,7 +7,6 @@ from typing import Any
 
 from django.http import Http404
 from drf_spectacular.utils import extend_schema, extend_schema_field
-from kombu.exceptions import OperationalError as KombuOperationalError
 from rest_framework import serializers, status
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -18,6 +17,7 @@ from conversation.vocabulary import Status
 from files import selectors, services
 from files.boundary import RootPathCheck, root_path_still_valid
 from files.models import FileRoot, IndexRun
+from files.watcher.runs import run_was_unsent
 from novaberg import fields as strict
 from novaberg import health
 from novaberg.api_errors import (
@@ -319,12 +319,12 @@ class RootIndexApi(APIView):
         # waits and retries): asked first, it is a 503 within a second and no run waits.
         if not health.broker_answers():
             raise BusyError(INDEX_BROKER_DOWN, step="auftragsdienst_nicht_erreichbar")
-        try:
-            root = services.root_index_enqueue(user=request_user(request), root_id=root_id)
-        except KombuOperationalError as exc:
-            # The broker stalled after it answered: the task was not sent on commit. The
-            # waiting run row is settled by beat's reaper (files.watcher.runs).
-            raise BusyError(INDEX_BROKER_DOWN, step="auftragsdienst_nicht_erreichbar") from exc
+        root = services.root_index_enqueue(user=request_user(request), root_id=root_id)
+        newest = IndexRun.objects.filter(root_id=root.pk).order_by("-pk").first()
+        if newest is not None and run_was_unsent(run_id=newest.pk):
+            # The broker stalled after it answered: the task was not sent on commit and the
+            # run is settled as abgebrochen (files.watcher.runs._send).
+            raise BusyError(INDEX_BROKER_DOWN, step="auftragsdienst_nicht_erreichbar")
         answer = {"id": root.pk, "status": Status.RUNNING.value}
         return Response(RootIndexSerializer(answer).data, status=status.HTTP_202_ACCEPTED)
 

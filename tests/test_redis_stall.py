@@ -151,3 +151,38 @@ def test_a_broker_that_stalls_after_answering_is_503_before_the_stall_ends(
     assert response.status_code == 503, response.content[:300]
     assert response.json()["reason"] == INDEX_BROKER_DOWN
     assert took < LONG_STALL_S - 1, took
+
+
+@pytest.mark.django_db(transaction=True)
+def test_confirming_a_folder_while_redis_stalls_keeps_the_release_and_names_the_unsent_run(
+    api: APIClient, tmp_path: Path, settings: Any
+) -> None:
+    # The confirm is committed before its first run's task is sent: a broker that does not
+    # take the task must not turn the committed release into a 500. The run says why it never
+    # started, and beat's next run of the root takes over.
+    from files.watcher.runs import BROKER_DOWN_NOTE
+
+    inside = tmp_path / "rand"
+    small_corpus(inside / "notizen")
+    settings.FILES_BOUNDARY = [str(inside)]
+    settings.FILES_BASE_DIR = inside
+    root_id: int = api.post("/api/roots/", {"path": "notizen", "eigentum": "nutzer"}).json()["id"]
+    admin = redis.Redis.from_url(django_settings.REDIS_URL)
+    admin.execute_command("CLIENT", "PAUSE", int(LONG_STALL_S * 1000), "ALL")
+    ends = time.monotonic() + LONG_STALL_S
+    try:
+        api.raise_request_exception = False
+        response = api.post(f"/api/roots/{root_id}/confirm/")
+    finally:
+        time.sleep(max(0.0, ends - time.monotonic()) + 0.3)
+        admin.close()
+    assert response.status_code == 200, response.content[:300]
+    assert response.json()["state"] == FileRoot.State.ACTIVE
+    root = FileRoot.objects.get(pk=root_id)
+    assert root.state == FileRoot.State.ACTIVE
+    run = IndexRun.objects.filter(root_id=root_id).order_by("-pk").first()
+    assert run is not None
+    assert run.state == IndexRun.State.ABORTED
+    assert run.note == BROKER_DOWN_NOTE
+    # What the person sees of the root is that run, with its note.
+    assert root.last_run_id == run.pk

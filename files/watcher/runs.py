@@ -112,14 +112,59 @@ def run_publish(
     _publish_root(run, **(root_fields or {}))
 
 
+# A run whose task could not be sent (the broker stalled or is down) is settled at once with
+# this note instead of failing the request that released, confirmed or reactivated the root.
+BROKER_DOWN_NOTE = (
+    "Dieser Lauf konnte nicht gestartet werden, weil der Auftragsdienst nicht antwortete; "
+    "der nächste geplante Lauf übernimmt."
+)
+
+
 def _send(run: IndexRun, full_hash: bool | None) -> None:
+    """Send the run's task (after commit). A broker that does not take it settles the run as
+    ``abgebrochen`` with BROKER_DOWN_NOTE and a named log line; the caller's request still
+    succeeds (its write is committed) and beat's next run of the root takes over."""
+    from kombu.exceptions import OperationalError as KombuOperationalError
+    from redis.exceptions import RedisError
+
     from files.tasks import index_root
 
-    index_root.apply_async(
-        args=(run.root_id,),
-        kwargs={"full_hash": full_hash, "run_id": run.pk},
-        task_id=run.celery_task_id,
-    )
+    try:
+        index_root.apply_async(
+            args=(run.root_id,),
+            kwargs={"full_hash": full_hash, "run_id": run.pk},
+            task_id=run.celery_task_id,
+        )
+    except (KombuOperationalError, RedisError, OSError) as exc:
+        logger.warning(
+            "watcher: run %s of root %s not sent: %s",
+            run.pk,
+            run.root_id,
+            type(exc).__name__,
+            extra={"outcome": "auftragsdienst_nicht_erreichbar"},
+        )
+        run_settle_unsent(run_id=run.pk)
+
+
+def run_settle_unsent(*, run_id: int) -> bool:
+    """A waiting run whose task was never sent: ``abgebrochen`` with BROKER_DOWN_NOTE, and the
+    root's published copy shows it. False when the run had left ``wartend`` already."""
+    with transaction.atomic():
+        settled = IndexRun.objects.filter(pk=run_id, state=IndexRun.State.WAITING).update(
+            state=IndexRun.State.ABORTED, finished_at=timezone.now(), note=BROKER_DOWN_NOTE
+        )
+        if settled:
+            run = IndexRun.objects.get(pk=run_id)
+            if FileRoot.objects.filter(pk=run.root_id, last_run_id=run.pk).exists():
+                _publish_root(run)
+    return bool(settled)
+
+
+def run_was_unsent(*, run_id: int) -> bool:
+    """True when ``run_id`` was settled by ``run_settle_unsent`` (its task never left)."""
+    return IndexRun.objects.filter(
+        pk=run_id, state=IndexRun.State.ABORTED, note=BROKER_DOWN_NOTE
+    ).exists()
 
 
 @transaction.atomic
