@@ -21,6 +21,7 @@ from conversation.vocabulary import CheckOutcome, ModelFault, NodeOutcome
 from directives.selectors import block_rows
 from novaberg import llm
 from novaberg.llm import get_gateway
+from novaberg.parsers import loads_checked
 
 logger = logging.getLogger(__name__)
 
@@ -164,7 +165,7 @@ def _fail(step: str, reason: str, **details: Any) -> TribunalResult:
 
 def read_verdict(text: str) -> TribunalResult:
     try:
-        raw = json.loads(text)
+        raw = loads_checked(text)
     except ValueError:
         return _fail("kein_json", "die Antwort des Tribunals ist kein JSON", answer=text[:300])
     if not isinstance(raw, dict):

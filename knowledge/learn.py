@@ -39,6 +39,7 @@ from knowledge import conf
 from knowledge.models import KnowledgeEdit, KnowledgeEntry
 from knowledge.tools import EditCause, block_ersetzen, datei_schreiben
 from novaberg.llm import get_gateway
+from novaberg.parsers import loads_checked
 
 if TYPE_CHECKING:
     from django.contrib.auth.models import User
@@ -183,7 +184,7 @@ def read_distillate(raw: str, *, total_lines: int, limit: int) -> dict[str, Any]
     of objects with a non-empty ``text`` and, optionally, ``zeilen`` "a-b" inside the file).
     Anything else ends with a named step, never a ``TypeError``."""
     try:
-        data = json.loads(raw)
+        data = loads_checked(raw)
     except (TypeError, ValueError) as exc:
         raise DistilReadError("kein_json") from exc
     if not isinstance(data, dict):

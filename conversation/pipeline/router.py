@@ -15,7 +15,6 @@ Nothing executes on the model's word: a writing agent still asks the person.
 
 from __future__ import annotations
 
-import json
 import logging
 import re
 from dataclasses import dataclass, replace
@@ -28,6 +27,7 @@ from conversation.pipeline.logging import node_log
 from conversation.pipeline.state import TurnState
 from conversation.vocabulary import ModelFault
 from novaberg.llm import get_gateway
+from novaberg.parsers import loads_checked
 
 logger = logging.getLogger(__name__)
 
@@ -108,7 +108,7 @@ def read_route(answer: str, names: set[str]) -> RouteReading:
     if fence:
         body = fence.group(1)
     try:
-        raw: Any = json.loads(body)
+        raw: Any = loads_checked(body)
     except ValueError:
         return RouteReading(None, "kein_json", "keine JSON-Antwort")
     if not isinstance(raw, dict):

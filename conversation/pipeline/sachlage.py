@@ -22,6 +22,7 @@ from typing import Any
 from conversation.pipeline.state import TurnState
 from conversation.prompts.blocks import topics
 from novaberg import llm
+from novaberg.parsers import loads_checked
 
 DOUBT_LEVELS = ("gering", "mittel", "hoch")
 QUOTE_CHARS = 160
@@ -159,7 +160,7 @@ def rule_doubts(claim: str, sources: list[tuple[str, str]], subject: list[str]) 
 def read_doubts(raw: str) -> tuple[list[str] | None, str]:
     """Checked reader of the model's doubts: (lines, "") or (None, named step)."""
     try:
-        data: Any = json.loads(raw)
+        data: Any = loads_checked(raw)
     except ValueError:
         return None, "kein_json"
     if not isinstance(data, dict):

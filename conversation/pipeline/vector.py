@@ -27,6 +27,7 @@ from conversation.pipeline.state import ConversationVector, TurnState
 from conversation.prompts.blocks import topics
 from conversation.vocabulary import ModelFault, NodeOutcome
 from novaberg import llm
+from novaberg.parsers import loads_checked
 
 STRATEGIES = (
     "informieren",
@@ -84,7 +85,7 @@ def rules(text: str, *, has_memory: bool = False) -> dict[str, str]:
 def read_vector(raw: str) -> tuple[dict[str, str] | None, str]:
     """Checked reader: (vector, "") or (None, named step)."""
     try:
-        data: Any = json.loads(raw)
+        data: Any = loads_checked(raw)
     except ValueError:
         return None, "kein_json"
     if not isinstance(data, dict):

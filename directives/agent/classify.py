@@ -41,6 +41,7 @@ from directives.agent.offline import classify_offline, implicit_context
 from directives.models import Directive
 from directives.selectors import directive_list, inactive_restorable
 from novaberg.llm import get_gateway
+from novaberg.parsers import loads_checked
 
 logger = logging.getLogger(__name__)
 
@@ -230,7 +231,7 @@ def parse_answer(text: str, ordinals: dict[int, int]) -> Classification:
     if fence:
         body = fence.group(1)
     try:
-        raw = json.loads(body)
+        raw = loads_checked(body)
     except ValueError as exc:
         raise ReadError("kein_json", f"keine JSON-Antwort ({exc.__class__.__name__})") from exc
     if not isinstance(raw, dict):

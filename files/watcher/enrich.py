@@ -20,6 +20,7 @@ from typing import Any
 from django.conf import settings
 
 from novaberg.llm import get_gateway
+from novaberg.parsers import loads_checked
 
 PURPOSE = "files.enrich"
 MAX_KEYWORDS = 8
@@ -173,8 +174,8 @@ def read_enrichment(raw: str) -> dict[str, Any]:
     """Checked reader of the model's answer. ``null`` counts as a missing key; a wrong type or
     a non-object ends with a named step, never a ``TypeError``."""
     try:
-        data = json.loads(raw)
-    except (json.JSONDecodeError, TypeError) as exc:
+        data = loads_checked(raw)
+    except (ValueError, TypeError) as exc:
         raise EnrichReadError("llm_kein_json") from exc
     if not isinstance(data, dict):
         raise EnrichReadError("llm_kein_objekt")

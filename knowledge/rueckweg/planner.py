@@ -28,6 +28,7 @@ from typing import Any
 from knowledge import conf
 from knowledge.rueckweg.terms import shared
 from novaberg.llm import get_gateway
+from novaberg.parsers import loads_checked
 
 PURPOSE = "rueckweg_planer"
 DECIDE_FILE = "datei"
@@ -149,8 +150,8 @@ def read_plan(raw: str, candidate_ids: set[int]) -> dict[str, Any]:
     """Checked reader of a planner answer. ``null`` counts as a missing key; wrong types and
     unknown files end with a named step, never a ``TypeError``."""
     try:
-        data = json.loads(raw)
-    except (json.JSONDecodeError, TypeError) as exc:
+        data = loads_checked(raw)
+    except (ValueError, TypeError) as exc:
         raise PlanReadError("kein_json") from exc
     if not isinstance(data, dict):
         raise PlanReadError("kein_objekt")
