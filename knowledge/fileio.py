@@ -73,6 +73,32 @@ def _dir_fd(folder: Path) -> Iterator[int]:
         os.close(fd)
 
 
+def make_dirs_below(folder: Path, rel_dir: Path) -> None:
+    """Create the folders ``rel_dir`` below ``folder`` (mode 0700), each one relative to its
+    parent's descriptor and entered with ``O_NOFOLLOW``: a component swapped for a link makes
+    this fail (ELOOP / ENOTDIR) instead of creating a folder wherever the link points."""
+    fd = open_dir_path(str(folder))
+    try:
+        for part in rel_dir.parts:
+            if part in ("", "."):
+                continue
+            if part == ".." or "/" in part:
+                raise OSError(errno.EINVAL, "not a plain folder name", part)
+            try:
+                os.mkdir(part, mode=0o700, dir_fd=fd)
+            except FileExistsError:
+                pass
+            child = os.open(
+                part,
+                os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0),
+                dir_fd=fd,
+            )
+            os.close(fd)
+            fd = child
+    finally:
+        os.close(fd)
+
+
 def read_bytes(path: Path) -> bytes | None:
     """The file's bytes, or None when it does not exist. Refuses links and oversize files."""
     limit = conf.max_file_bytes()

@@ -113,19 +113,24 @@ def schreibziel_pruefen(path: str, *, user: User, character: Character) -> Write
     folder = pair_dir(user=user, character=character)
     # The zone base is resolved once (it may be a link by configuration); the pair's folder
     # inside it must not be one: a folder swapped for a link would move the whole zone.
-    folder_resolved = Path(os.path.realpath(folder))
-    if folder_resolved != folder:
-        return _refuse(Target.AUSSERHALB_ZONE, str(folder_resolved))
-    expanded = Path(os.path.expanduser(path.strip()))
-    if not expanded.is_absolute():
-        expanded = folder_resolved / expanded
-    resolved = Path(os.path.realpath(expanded))
+    try:
+        folder_resolved = Path(os.path.realpath(folder))
+        if folder_resolved != folder:
+            return _refuse(Target.AUSSERHALB_ZONE, str(folder_resolved))
+        expanded = Path(os.path.expanduser(path.strip()))
+        if not expanded.is_absolute():
+            expanded = folder_resolved / expanded
+        resolved = Path(os.path.realpath(expanded))
+        roots = _released_roots()
+    except (OSError, ValueError):
+        # realpath can raise under a concurrent swap (EINVAL, ENAMETOOLONG): no target, no write.
+        return _refuse(Target.KEIN_PFAD, "")
     shown = str(resolved)
     if not _is_inside(resolved, folder_resolved) or resolved == folder_resolved:
         if resolved == folder_resolved:
             return _refuse(Target.IST_VERZEICHNIS, shown)
         return _refuse(Target.AUSSERHALB_ZONE, shown)
-    for root in _released_roots():
+    for root in roots:
         if _is_inside(resolved, root):
             return _refuse(Target.IN_FREIGABE, shown, root=str(root))
     rel = resolved.relative_to(folder_resolved)

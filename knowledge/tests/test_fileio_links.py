@@ -66,3 +66,25 @@ def test_the_zone_base_swapped_for_a_link_is_not_followed(
         fileio.atomic_write(folder / "notiz.md", b"# neu\n")
     assert raised.value.errno == errno.ELOOP
     assert list((outside / folder.name).iterdir()) == []
+
+
+def test_new_subfolders_through_a_swapped_folder_are_not_created_outside(
+    folder: Path, tmp_path: Path
+) -> None:
+    # A new file in a new subfolder: the subfolders are made relative to the pair's folder
+    # descriptor, so a pair folder swapped for a link creates nothing where the link points.
+    outside = tmp_path / "draussen"
+    outside.mkdir()
+    folder.rename(folder.with_name(folder.name + "-alt"))
+    folder.symlink_to(outside, target_is_directory=True)
+    with pytest.raises(OSError) as raised:
+        fileio.make_dirs_below(folder, Path("themen/neu"))
+    assert raised.value.errno == errno.ELOOP
+    assert list(outside.iterdir()) == []
+
+
+def test_new_subfolders_are_made_below_the_folder(folder: Path) -> None:
+    fileio.make_dirs_below(folder, Path("themen/neu"))
+    fileio.make_dirs_below(folder, Path("themen/neu"))  # existing folders are fine
+    assert (folder / "themen" / "neu").is_dir()
+    assert oct((folder / "themen").stat().st_mode & 0o777) == "0o700"

@@ -32,6 +32,7 @@ from knowledge.fileio import (
     atomic_write,
     file_lock,
     hook,
+    make_dirs_below,
     read_bytes,
     remove,
     remove_stale_temps,
@@ -252,9 +253,9 @@ def run_edit(
     resolved, rel = target.resolved, target.rel_path
     folder = pair_dir(user=user, character=character, create=True)
     try:
-        for parent in reversed(resolved.relative_to(folder).parents):
-            if str(parent) != ".":
-                (folder / parent).mkdir(exist_ok=True, mode=0o700)
+        rel_dir = resolved.relative_to(folder).parent
+        if str(rel_dir) != ".":
+            make_dirs_below(folder, rel_dir)
         with file_lock(resolved, key=f"{user.pk}-{character.pk}:{rel}"):
             again = schreibziel_pruefen(path, user=user, character=character)
             if not again.ok or again.resolved != resolved:
