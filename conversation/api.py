@@ -263,10 +263,11 @@ def _refused_message(data: object) -> tuple[str, str] | None:
     return None
 
 
-# ``?stream=``: these words ask for the NDJSON stream, these for the plain answer; any other
-# value is refused (400), so a typo never silently picks one.
+# ``?stream=``: these words ask for the NDJSON stream, these for the plain answer (as does no
+# ``stream`` at all); any other value, the empty one included, is refused (400), so a typo
+# never silently picks one.
 STREAM_ON = frozenset({"1", "true", "ja"})
-STREAM_OFF = frozenset({"", "0", "false", "nein"})
+STREAM_OFF = frozenset({"0", "false", "nein"})
 
 
 @extend_schema_field(
@@ -294,7 +295,7 @@ class MessageCreateApi(APIView):
             OpenApiParameter(
                 "stream",
                 str,
-                enum=sorted(STREAM_ON | STREAM_OFF - {""}),
+                enum=sorted(STREAM_ON | STREAM_OFF),
                 description="1: NDJSON stream of token lines, then one done line",
             )
         ],
@@ -310,7 +311,7 @@ class MessageCreateApi(APIView):
         one ``{"type": "done", ...}`` line with the same shape as the plain answer."""
         user = request_user(request)
         session = _session_or_404(request, session_id)
-        stream = request.query_params.get("stream", "").lower()
+        stream = request.query_params.get("stream", "0").lower()
         if stream not in STREAM_ON | STREAM_OFF:
             raise ApplicationError(
                 "stream muss 1 oder 0 (true oder false) sein.", step="stream_unlesbar"

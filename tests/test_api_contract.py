@@ -5,7 +5,7 @@ test database and Redis of this run); Schemathesis' own CLI fetches ``/api/schem
 as a script would, and sends generated requests, schema-valid and schema-invalid, with every
 check on: no 5xx, only documented status codes, content types and headers, bodies that match
 their schema, invalid input refused and valid input accepted, nothing deleted still readable.
-The person it acts as owns a chat with a turn, a rule, an active released folder and a
+The person it acts as owns a chat, a rule, an active released folder and a
 knowledge file with an edit, so the ids it learns from the answers lead to real rows.
 
 Bounded for ``make test`` (``CONTRACT_MAX_EXAMPLES`` cases per operation, deterministic
@@ -170,7 +170,10 @@ def test_a_wrong_json_type_is_refused_not_coerced(
 
 
 @pytest.mark.django_db
-def test_a_stream_value_the_schema_does_not_list_is_refused(api: Any, session: Any) -> None:
-    url = f"/api/sessions/{session.pk}/messages/?stream=65"
+@pytest.mark.parametrize("value", ["65", ""], ids=["number", "empty"])
+def test_a_stream_value_the_schema_does_not_list_is_refused(
+    api: Any, session: Any, value: str
+) -> None:
+    url = f"/api/sessions/{session.pk}/messages/?stream={value}"
     answer = api.post(url, {"text": "Hallo"}, format="json")
     assert answer.status_code == 400 and answer.json()["step"] == "stream_unlesbar"
