@@ -149,8 +149,9 @@ class DirectivePatchSerializer(serializers.Serializer[dict[str, Any]]):
 
 
 class DirectiveDetailApi(APIView):
-    """One rule: read, change (``PATCH``). There is no DELETE: ``PATCH {"active": false}``
-    deactivates a rule, which stays readable here with its history (bi-temporal)."""
+    """One rule: read, change (``PATCH``), delete (``DELETE``). A rule is bi-temporal (seed
+    000): DELETE deactivates it like ``PATCH {"active": false}``, and it stays readable here
+    with its history."""
 
     @extend_schema(responses={200: DirectiveSerializer})
     def get(self, request: Request, directive_id: int) -> Response:
@@ -199,6 +200,21 @@ class DirectiveDetailApi(APIView):
             )
             row = _ok(service(user=user, directive_id=row.pk, source="api"))
         return Response(DirectiveSerializer(row).data)
+
+    @extend_schema(
+        responses={204: None, 404: ErrorSerializer},
+        description="Deactivates the rule (README: the interface keeps DELETE). The row and its "
+        "history stay readable with active: false; a second DELETE changes nothing.",
+    )
+    def delete(self, request: Request, directive_id: int) -> Response:
+        row = _row_or_404(request, directive_id)
+        if row.active:
+            _ok(
+                services.directive_deactivate(
+                    user=request_user(request), directive_id=row.pk, source="api"
+                )
+            )
+        return Response(status=status.HTTP_204_NO_CONTENT)
 
 
 class DirectiveHistoryApi(APIView):

@@ -204,9 +204,9 @@ class RootActionAnswerSerializer(serializers.Serializer[dict[str, Any]]):
     entries_deleted = serializers.IntegerField(required=False)
 
 
-# A release or (re)activation refused for a path that fits the schema: the folder is not
-# there (404), hidden (403, a rule of access), or already released (409). What the schema
-# already refuses (no path, NUL) stays 400; the answer body keeps its step and sentence.
+# A confirm or reactivation of a root refused for what the schema cannot state: the folder is
+# gone (404), hidden (403, a rule of access), or suspended (409); the body keeps its step and
+# sentence. The release itself (POST /api/roots/) keeps the 400/403 of DESIGN.md "Interfaces".
 MISSING_STEPS = frozenset(
     {"nicht_gefunden", "kein_verzeichnis", "pfad_unlesbar", "pfad_zu_lang", "name_zu_lang"}
 )
@@ -244,15 +244,9 @@ class RootListCreateApi(APIView):
 
     @extend_schema(
         request=RootReleaseSerializer,
-        responses={
-            201: ReleasePreviewSerializer,
-            400: ErrorSerializer,
-            403: ErrorSerializer,
-            404: ErrorSerializer,
-            409: ErrorSerializer,
-        },
-        description="403: outside the boundary, the knowledge zone, a hidden folder; 404: no "
-        "such folder; 409: already released (active or suspended).",
+        responses={201: ReleasePreviewSerializer, 400: ErrorSerializer, 403: ErrorSerializer},
+        description="403: outside the boundary or the knowledge zone; 400 (step and German "
+        "reason in the body): no such folder, a file, hidden, already released or suspended.",
     )
     def post(self, request: Request) -> Response:
         data = RootReleaseSerializer(data=request.data)
@@ -266,7 +260,9 @@ class RootListCreateApi(APIView):
             exclude_globs=data.validated_data.get("exclude_globs"),
         )
         if root is None:
-            raise _refusal(preview.refusal())
+            # DESIGN.md "Interfaces": a refused release answers 400 or, for a rule of access
+            # (outside the boundary, the knowledge zone), 403 — scripts rely on these two.
+            raise preview.refusal()
         answer = {
             "id": root.pk,
             "resolved_path": preview.resolved_path,

@@ -48,6 +48,15 @@ CHECKS_LEFT_OUT: dict[str, tuple[str, str]] = {
     # 2xx/401/403. What the check would find is the one designed answer, so it is off here.
     # POST /api/auth/token/
     "auth_token_create": ("positive_data_acceptance", "wrong credentials answer 400"),
+    # A schema-valid path may name a folder that does not exist, is hidden or is released
+    # already: whether a folder exists is no schema matter, and DESIGN.md "Interfaces" fixes
+    # the refusal as 400 {status: "abgelehnt", step, reason} (403 for a rule of access).
+    # POST /api/roots/
+    "roots_create": ("positive_data_acceptance", "a refused release answers 400"),
+    # A rule is bi-temporal (seed 000): DELETE deactivates it and the row stays readable with
+    # active: false and its history, which use_after_free reads as "deleted but available".
+    # DELETE /api/directives/{id}/
+    "directives_destroy": ("use_after_free", "a deleted rule stays readable, inactive"),
 }
 
 

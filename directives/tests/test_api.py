@@ -69,6 +69,7 @@ def test_another_persons_id_answers_404_like_a_missing_one(api: APIClient, other
     )
     answer = api.patch(f"/api/directives/{foreign.pk}/", {"active": False}, format="json")
     assert answer.status_code == 404
+    assert api.delete(f"/api/directives/{foreign.pk}/").status_code == 404
     assert Directive.objects.get(pk=foreign.pk).active is True
 
 
@@ -91,15 +92,14 @@ def test_patch_text_is_bi_temporal_and_history_shows_the_chain(api: APIClient, u
     assert update_step["previous"]["text"] == "Nenn mich Chef"
 
 
-def test_patch_active_deactivates_and_reactivates(api: APIClient, user: Any) -> None:
+def test_delete_deactivates_and_patch_active_reactivates(api: APIClient, user: Any) -> None:
     row = services.directive_create(user=user, text="Sieze mich immer").directive
     assert row is not None
-    # No DELETE: a rule is deactivated and stays readable with its history, which a DELETE
-    # would deny (issue 27, the contract: a deleted resource answers 404).
-    assert api.delete(f"/api/directives/{row.pk}/").status_code == 405
-    answer = api.patch(f"/api/directives/{row.pk}/", {"active": False}, format="json")
-    assert answer.status_code == 200 and answer.json()["active"] is False
+    assert api.delete(f"/api/directives/{row.pk}/").status_code == 204
     assert Directive.objects.get(pk=row.pk).active is False  # history stays
+    # A deleted rule stays readable (bi-temporal), and a second DELETE changes nothing.
+    assert api.get(f"/api/directives/{row.pk}/").json()["active"] is False
+    assert api.delete(f"/api/directives/{row.pk}/").status_code == 204
     answer = api.patch(f"/api/directives/{row.pk}/", {"active": True}, format="json")
     assert answer.status_code == 200 and answer.json()["active"] is True
 

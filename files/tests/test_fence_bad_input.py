@@ -68,8 +68,7 @@ def test_release_with_a_name_over_255_bytes(api: APIClient, rand: Path, path: st
     response = api.post(
         "/api/roots/", {"path": path.format(rand=rand), "eigentum": "nutzer"}, format="json"
     )
-    # Such a folder cannot exist: 404, as for any missing folder.
-    assert_named_refusal(response, 404, "name_zu_lang")
+    assert_named_refusal(response, 400, "name_zu_lang")
     assert "255 Bytes" in response.json()["reason"]
     assert not FileRoot.objects.exists()
 

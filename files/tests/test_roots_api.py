@@ -52,7 +52,7 @@ def test_release_returns_the_dry_run_then_confirm_activates(api: APIClient, rand
     [
         pytest.param(True, "/etc", 403, "ausserhalb_aussenrand", id="outside"),
         pytest.param(False, "notizen", 403, "kein_aussenrand", id="empty-boundary"),
-        pytest.param(True, "fehlt", 404, "nicht_gefunden", id="missing"),
+        pytest.param(True, "fehlt", 400, "nicht_gefunden", id="missing"),
     ],
 )
 def test_refusals_are_abgelehnt(
