@@ -66,6 +66,11 @@ _SUBJUNCTIVE = frozenset(
 _OTHER_SUBJECTS = frozenset("du ihr".split())
 _FIRST_PERSON = frozenset("ich wir".split())
 _SPEECH_VERBS = frozenset("sagen behaupten fragen meinen glauben denken schreiben".split())
+# A main clause that reports what a source says ("In Ihrer Notiz steht, dass …"): the write in
+# its dass-clause is the source's content, not something Nova claims to have done.
+_REPORT_VERBS = frozenset("stehen heißen lauten berichten erwähnen vermerken notieren".split())
+# "Laut der Notiz …", "der Notiz zufolge …": an event a source reports.
+_SOURCE_MARKERS = frozenset("laut zufolge gemäß".split())
 # A date or a time of its own: the sentence reports an earlier event, not this turn's.
 _EARLIER = frozenset("gestern vorgestern damals früher neulich".split())
 _LAST = frozenset("letzte letzten letztes vorige vorigen".split())
@@ -322,6 +327,8 @@ def sentence_claim(sentence: str) -> Claim | None:
         lows & _FIRST_PERSON
     ):
         return None
+    if not lows & _FIRST_PERSON and (lows & _SOURCE_MARKERS or _reports_a_source(clauses)):
+        return None
     condition = bool(lows & (_CONDITIONS | _THEN)) or "dass" in lows
     verbs = _all_verbs()
     for clause in clauses:
@@ -332,6 +339,15 @@ def sentence_claim(sentence: str) -> Claim | None:
         if kinds:
             return Claim(sentence.strip(), verb, kinds, form)
     return None
+
+
+def _reports_a_source(clauses: list[list[_Word]]) -> bool:
+    """True when the first clause reports a source's words and a dass-clause follows:
+    "In Ihrer Notiz steht, dass die Datei im März geändert wurde." """
+    if len(clauses) < 2 or not any(w.low in {"dass", "daß"} for c in clauses[1:] for w in c):
+        return False
+    reporting = _REPORT_VERBS | _SPEECH_VERBS
+    return any(w.tag.startswith("VV") and w.lemma.lower() in reporting for w in clauses[0])
 
 
 def sentences(text: str) -> list[str]:
