@@ -56,7 +56,7 @@ _T = TypeVar("_T")
 
 ADDRESS_SCOPE = "anmeldung_adresse"
 NAME_SCOPE = "anmeldung_name"
-_KEY_PREFIX = "anmeldung-fehlversuche"
+KEY_PREFIX = "anmeldung-fehlversuche"
 # App chrome, not Nova: neither "du" nor "Sie".
 UNAVAILABLE_TEXT = (
     "Anmeldung gerade nicht möglich: Der Dienst, der Fehlversuche zählt, antwortet nicht. "
@@ -142,7 +142,7 @@ def _keys(scope: str, ident: str, window: int) -> tuple[str, str]:
     """The failure counter of an identity's window and the second that window started; both
     are made by its first failure and expire together at its end."""
     digest = hashlib.sha256(ident.encode("utf-8", "surrogatepass")).hexdigest()[:32]
-    base = f"{_KEY_PREFIX}:{scope}:{digest}:{window}"
+    base = f"{KEY_PREFIX}:{scope}:{digest}:{window}"
     return f"{base}:n", f"{base}:start"
 
 
