@@ -74,34 +74,17 @@ def _open_dir_in(parent: int, name: str) -> int:
         raise
 
 
-def open_dir_path(path: str) -> int:
-    """An absolute directory path opened from ``/`` one component at a time, never following
-    a link on the way (ELOOP names a link, ENOTDIR a file). Hidden components are allowed here
-    (the boundary check decides about the root's own path); '..' is refused."""
-    if not path.startswith("/"):
-        raise BadComponent(path)
-    fd = os.open("/", DIR_FLAGS)
+def _descend(fd: int, parts: list[str], *, hidden_ok: bool) -> int:
+    """Open ``parts`` one below the other from the directory ``fd``, which this takes over
+    (closed here on every path); returns the last one's descriptor. '..' is refused always,
+    a hidden component unless ``hidden_ok``."""
     try:
-        for part in path.split("/"):
+        for part in parts:
             if part in ("", "."):
                 continue
             if part == "..":
-                raise BadComponent(path)
-            child = _open_dir_in(fd, part)
-            os.close(fd)
-            fd = child
-    except BaseException:
-        os.close(fd)
-        raise
-    return fd
-
-
-def open_dir_at(base: int, parts: list[str]) -> int:
-    """The directory ``parts`` below the directory ``base`` (a new descriptor, even for [])."""
-    fd = os.dup(base)
-    try:
-        for part in parts:
-            if part.startswith("."):
+                raise BadComponent(part)
+            if part.startswith(".") and not hidden_ok:
                 raise HiddenName(part)
             child = _open_dir_in(fd, part)
             os.close(fd)
@@ -110,6 +93,20 @@ def open_dir_at(base: int, parts: list[str]) -> int:
         os.close(fd)
         raise
     return fd
+
+
+def open_dir_path(path: str) -> int:
+    """An absolute directory path opened from ``/`` one component at a time, never following
+    a link on the way (ELOOP names a link, ENOTDIR a file). Hidden components are allowed here
+    (the boundary check decides about the root's own path); '..' is refused."""
+    if not path.startswith("/"):
+        raise BadComponent(path)
+    return _descend(os.open("/", DIR_FLAGS), path.split("/"), hidden_ok=True)
+
+
+def open_dir_at(base: int, parts: list[str]) -> int:
+    """The directory ``parts`` below the directory ``base`` (a new descriptor, even for [])."""
+    return _descend(os.dup(base), parts, hidden_ok=False)
 
 
 def open_file_in(directory: int, name: str) -> int:

@@ -481,6 +481,20 @@ def block_lesen(
     return result
 
 
+def _about_whole_file(entry: IndexEntry, text: str) -> ReadResult:
+    """A text about the whole file (its summary, its block map), capped in characters."""
+    return _cap_text(
+        ReadResult(
+            status="ok",
+            root_id=entry.root_id,
+            path=entry.rel_path,
+            line_start=1,
+            line_end=entry.line_count,
+            text=text,
+        )
+    )
+
+
 def zoom(*, user: User, character: Character, entry: IndexEntry, level: int) -> ReadResult:
     """Three zoom levels: 1 summary, 2 block map, 3 lines (bounded)."""
     located = locate(user=user, character=character, path=entry.rel_path, root_id=entry.root_id)
@@ -488,16 +502,7 @@ def zoom(*, user: User, character: Character, entry: IndexEntry, level: int) -> 
         return located
     if level <= 1:
         text = f"{entry.topic}\n{entry.summary}\nStichwörter: {', '.join(entry.keywords)}"
-        return _cap_text(
-            ReadResult(
-                status="ok",
-                root_id=entry.root_id,
-                path=entry.rel_path,
-                line_start=1,
-                line_end=entry.line_count,
-                text=text.strip(),
-            )
-        )
+        return _about_whole_file(entry, text.strip())
     if level == 2:
         blocks = block_map_of(entry)
         text = "\n".join(
@@ -506,16 +511,7 @@ def zoom(*, user: User, character: Character, entry: IndexEntry, level: int) -> 
             # Numbered by position (1-based) as a person counts; ordinals are storage keys.
             for n, b in enumerate(blocks, start=1)
         )
-        return _cap_text(
-            ReadResult(
-                status="ok",
-                root_id=entry.root_id,
-                path=entry.rel_path,
-                line_start=1,
-                line_end=entry.line_count,
-                text=text,
-            )
-        )
+        return _about_whole_file(entry, text)
     return zeilen_lesen(
         user=user, character=character, path=entry.rel_path, start=1, root_id=entry.root_id
     )
