@@ -51,39 +51,35 @@ def _pgvector() -> str:
         return f"nicht prüfbar: {type(exc).__name__}"
 
 
-def _redis() -> str:
+def _ping(url: str, timeout_s: float) -> Exception | None:
+    """PING the Redis at ``url`` within ``timeout_s``: None when it answered, else why not."""
     import redis
 
     try:
         client = redis.Redis.from_url(
-            settings.REDIS_URL,
-            socket_timeout=PROBE_TIMEOUT_S,
-            socket_connect_timeout=PROBE_TIMEOUT_S,
+            url, socket_timeout=timeout_s, socket_connect_timeout=timeout_s
         )
-        try:
-            client.ping()
-        finally:
-            client.close()
-        return "ok"
+    except Exception as exc:  # an unusable URL
+        return exc
+    try:
+        client.ping()
+        return None
     except Exception as exc:
-        return f"nicht erreichbar: {type(exc).__name__}"
+        return exc
+    finally:
+        client.close()
+
+
+def _redis() -> str:
+    failure = _ping(settings.REDIS_URL, PROBE_TIMEOUT_S)
+    return "ok" if failure is None else f"nicht erreichbar: {type(failure).__name__}"
 
 
 def broker_answers(timeout_s: float = PROBE_TIMEOUT_S) -> bool:
     """Does the broker (Redis) answer a PING within ``timeout_s``? Asked before a request
     sends a task, so that a stalled broker is told in a second, not after Celery's own
     publish retries."""
-    import redis
-
-    client = redis.Redis.from_url(
-        settings.CELERY_BROKER_URL, socket_timeout=timeout_s, socket_connect_timeout=timeout_s
-    )
-    try:
-        return bool(client.ping())
-    except Exception:
-        return False
-    finally:
-        client.close()
+    return _ping(settings.CELERY_BROKER_URL, timeout_s) is None
 
 
 def _worker() -> str:
