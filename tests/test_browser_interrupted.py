@@ -5,10 +5,12 @@ to copy, and "Noch einmal fragen" sends the same words again as a new turn."""
 from __future__ import annotations
 
 import subprocess
+from pathlib import Path
 from typing import Any
 
 import psutil
 import pytest
+from django.conf import settings
 
 from conversation import reaper
 from conversation.models import Character, Turn
@@ -21,6 +23,7 @@ from tests.processes import offline_daphne
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 QUESTION = "Wie heißt mein Hund?"
+SCREENSHOTS = Path(settings.BASE_DIR) / "var" / "screenshots"
 
 
 def _dead_owner() -> str:
@@ -63,6 +66,14 @@ def test_an_interrupted_turn_says_so_and_can_be_asked_again(chromium: str) -> No
             expect(cut.locator(".interrupted-note")).to_have_text(reaper.note_for(reaper.STEP_DEAD))
             expect(cut.get_by_role("button", name="Antwort kopieren")).to_have_count(0)
             assert_accessible(page, "chat-unterbrochen")
+            SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+            page.screenshot(path=str(SCREENSHOTS / "chat-unterbrochen-desktop.png"))
+            # At phone width the note and its button stay visible inside the screen.
+            page.set_viewport_size({"width": 390, "height": 844})
+            expect(cut.locator(".interrupted-note")).to_be_in_viewport()
+            assert_accessible(page, "chat-unterbrochen-phone")
+            page.screenshot(path=str(SCREENSHOTS / "chat-unterbrochen-phone.png"))
+            page.set_viewport_size({"width": 1366, "height": 900})
 
             cut.get_by_role("button", name="Dieselbe Nachricht noch einmal an Nova senden").click()
             expect(page.locator(".msg.user")).to_have_count(2)
