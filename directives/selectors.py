@@ -22,8 +22,16 @@ _SEARCH_STOPWORDS = frozenset(
     "anweisung anweisungen verbot vergiss vergessen lösch lösche löschen loesch loesche "
     "entferne entfernen streich streiche darfst darf sollst soll musst muss kannst kann "
     "reden sprechen sagen sag sprich nenn nenne nennen mach mache machen stelle stell her "
-    "rückgängig dass auch noch so wie was the".split()
+    "rückgängig dass auch noch so wie was the "
+    # Words that manage rules, not what a rule is about ("Aktivier die gelöschte Regel
+    # wieder", "Lösch alle meine Regeln", "Die Kumpel-Regel brauchst du nicht mehr").
+    "alle allen aller sämtliche saemtliche jede jeden jedes gelöschte gelöschten geloeschte "
+    "alte alten letzte letzten aktivier aktiviere aktivieren reaktivier reaktiviere "
+    "brauchst brauche brauchen gelten gilt ändere änder aendere korrigiere korrigier "
+    "ersetze bring bringe hol hole zurück zurueck".split()
 )
+# "Lösch alle meine Regeln": the description means every rule it names, not one of them.
+_ALL_WORDS = frozenset("alle allen sämtliche saemtliche sämtlichen saemtlichen allesamt".split())
 _WORD_RE = re.compile(r"[\wäöüß]+", re.IGNORECASE)
 _REGEL_SUFFIX_RE = re.compile(r"-?(regel|regeln|direktive|direktiven|verbot)$", re.IGNORECASE)
 
@@ -73,8 +81,60 @@ def search_terms(text: str) -> list[str]:
     return terms
 
 
+def address_object(description: str) -> str | None:
+    """The form of address a description names ("Sie", "die Regel mit du", "Siez-Regel",
+    "förmlich", "Den Nutzer immer siezen"): "sie" or "du", "anrede" for the rule about the form
+    whichever it is, None when the description names none."""
+    from directives.tribunal import demanded_form  # tribunal reads the rows through selectors
+
+    words = [w for w in _WORD_RE.findall(description or "") if w.lower() not in _ADDRESS_FRAME]
+    if len(words) == 1:
+        word = words[0].lower()
+        if word in {"sie", "siez", "siezen", "förmlich", "foermlich", "formell"}:
+            return "sie"
+        if word in {"du", "duz", "duzen", "informell"}:
+            return "du"
+        if word in {"anrede", "ansprache", "anredeform"}:
+            return "anrede"
+    return demanded_form(description or "")
+
+
+_ADDRESS_FRAME = frozenset(
+    "der die das den dem mit von zu zur zum über ueber regel regeln direktive anweisung "
+    "form".split()
+)
+
+
+def means_all(description: str) -> bool:
+    """ "alle meine Regeln", "sämtliche Emoji-Regeln": every rule the description names."""
+    return any(w.lower() in _ALL_WORDS for w in _WORD_RE.findall(description or ""))
+
+
+def _address_rows(*, user: User, form: str, active: bool) -> list[Directive]:
+    """The person's rules about the form of address: those demanding ``form`` ("anrede": any)."""
+    from directives.tribunal import demanded_form
+
+    rows = Directive.objects.filter(user=user, active=active)
+    if not active:
+        rows = rows.filter(replaced_by__isnull=True)
+    found = []
+    for row in rows.order_by("created_at", "id")[:200]:
+        demanded = demanded_form(row.text)
+        if demanded is not None and form in (demanded, "anrede"):
+            found.append(row)
+    return found
+
+
 def directive_search(*, user: User, description: str, active: bool) -> list[Directive]:
-    """Rows of the person whose text (or context) contains the most description terms (ILIKE)."""
+    """Rows of the person whose text (or context) contains the most description terms (ILIKE).
+
+    A description naming a form of address ("die Regel mit Sie", "Siez-Regel") finds the rules
+    that demand it, however they are worded ("Den Nutzer immer siezen", "Sag Sie zu mir")."""
+    form = address_object(description)
+    if form is not None:
+        hits = _address_rows(user=user, form=form, active=active)
+        if hits:
+            return hits
     terms = search_terms(description)
     if not terms:
         return []

@@ -73,9 +73,6 @@ _FORBIDDEN_RES = [
     ),
     re.compile(r"\bnicht\s+(?P<x>\w+)\s+nennen\b", re.IGNORECASE),
 ]
-_SIEZEN_RE = re.compile(r"\bsiez\w*", re.IGNORECASE)
-_DUZEN_RE = re.compile(r"\bduz\w*", re.IGNORECASE)
-_NEGATED_RE = re.compile(r"\b(nie|nicht|kein\w*|niemals)\b", re.IGNORECASE)
 _DU_RE = re.compile(r"\b(du|dich|dir|dein|deine|deinen|deinem|deiner|deines)\b", re.IGNORECASE)
 _SIE_RE = re.compile(r"(?<![.!?]\s)(?<!^)\b(Sie|Ihnen|Ihr|Ihre|Ihren|Ihrem|Ihrer)\b")
 # Help that ethics/psyche/law demand outranks a directive (seed 000 §8.3).
@@ -84,27 +81,161 @@ _SAFETY_RE = re.compile(
 )
 
 
-def forbidden_terms(directive: str) -> list[str]:
+# A rule amended with more of the same ("Nutzer nicht Schatz nennen, auch nicht Hase"): the
+# main rule and its additions, each read on its own.
+_ADDITION_WORDS = r"(?:auch|außerdem|ausserdem|zusätzlich|zusaetzlich|ebenso|genauso|sowie)"
+_ADDITION_SPLIT_RE = re.compile(
+    rf"\s*[,;–]\s*(?:und\s+|aber\s+)?(?={_ADDITION_WORDS}\b)"
+    rf"|\s+-\s+(?={_ADDITION_WORDS}\b)|\s+und\s+(?={_ADDITION_WORDS}\b)",
+    re.IGNORECASE,
+)
+_ADDITION_LEAD_RE = re.compile(
+    rf"^(?:(?:{_ADDITION_WORDS}|und|oder|bitte|nicht|nie|niemals|kein\w*|mehr|wieder|von|vom|"
+    r"über|ueber|das\s+wort|die\s+wörter|die\s+woerter|mich)\s+)+",
+    re.IGNORECASE,
+)
+_ADDITION_TAIL_RE = re.compile(
+    r"(?:\s+(?:zu\s+mir|nennen|sagen|erwähnen|erwaehnen|verwenden|benutzen|schreiben|mehr|"
+    r"bitte|sprechen|reden))+$",
+    re.IGNORECASE,
+)
+_LIST_SPLIT_RE = re.compile(r"\s*,\s*|\s+(?:und|oder|sowie)\s+", re.IGNORECASE)
+_QUOTES = "'\"„“”‚‘’«»"
+_EMPTY_TERMS = {"das", "es", "so", "so was", "sowas", "dies", "dieses"}
+
+
+def _term_list(raw: str) -> list[str]:
+    """ "Milch oder Käse" → ["Milch", "Käse"]; a quoted wording stays one term."""
+    raw = raw.strip()
+    if raw[:1] in _QUOTES:
+        return [raw.strip(_QUOTES).strip()]
+    return [part.strip(_QUOTES).strip() for part in _LIST_SPLIT_RE.split(raw)]
+
+
+def _main_terms(directive: str) -> list[str]:
     terms: list[str] = []
     for pattern in _FORBIDDEN_RES:
         match = pattern.search(directive.strip().rstrip(".!"))
         if match:
-            term = match.group("x").strip().strip("'\"„“”‚‘’«»").strip()
+            term = match.group("x").strip()
             term = re.sub(r"\s+(zu mir|mehr|bitte)$", "", term, flags=re.IGNORECASE)
-            if term and term.lower() not in {"das", "es", "so", "so was", "sowas"}:
-                terms.append(term)
+            terms.extend(_term_list(term))
     return terms
 
 
-def demanded_form(directive: str) -> str | None:
-    """ "sie" or "du" when the directive demands that form of address, else None."""
-    if _NEGATED_RE.search(directive):
-        return None
-    if _SIEZEN_RE.search(directive):
+def _addition_terms(addition: str) -> list[str]:
+    """ "auch nicht Hase", "außerdem kein Wort über Käse" → the words it adds to the ban."""
+    text = addition.strip().rstrip(".!")
+    text = _ADDITION_LEAD_RE.sub("", text)
+    text = _ADDITION_TAIL_RE.sub("", text)
+    return _term_list(text) if text else []
+
+
+def forbidden_terms(directive: str) -> list[str]:
+    """The words a rule forbids Nova to say: "Sprich nie von Milch" → Milch, "Nutzer nicht
+    Schatz nennen, auch nicht Hase" → Schatz, Hase (an addition extends a ban of words; it
+    adds nothing to a rule that bans no word, such as "Keine Emojis verwenden")."""
+    main, *additions = _ADDITION_SPLIT_RE.split(directive.strip())
+    terms = _main_terms(main)
+    if terms:
+        for addition in additions:
+            terms.extend(_addition_terms(addition))
+    found: list[str] = []
+    for term in terms:
+        if term and term.lower() not in _EMPTY_TERMS and term not in found:
+            found.append(term)
+    return found
+
+
+# -- forms of address ("Sieze mich", "Sprich mich mit Sie an", "Nicht mehr duzen") ----------------
+
+_ADDRESS_TOKEN_RE = re.compile(r"[\wäöüßÄÖÜ]+(?:-[\wäöüßÄÖÜ]+)*|[,.;:!?]")
+_NEGATIONS = frozenset("nicht nie niemals nimmer kein keine keinen keinem keiner ohne".split())
+_CLAUSE_STOPS = frozenset(". ; : ! ? und aber sondern oder".split())
+# Words between "sag" and the form in "Sag (bitte/ruhig/wieder) Sie zu mir".
+_SAY_FILLERS = frozenset(
+    "bitte ruhig einfach doch lieber mal wieder ab jetzt sofort immer nur noch künftig "
+    "nie niemals nicht mehr sie".split()
+)
+_FRAME_BEFORE = frozenset("mit per beim".split())
+
+
+def _form_of_word(words: list[str], i: int) -> str | None:
+    """The form of address the word at ``i`` names, or None."""
+    low = words[i].lower()
+    if low.startswith(("siez", "gesiez")):
         return "sie"
-    if _DUZEN_RE.search(directive):
+    if low.startswith(("duz", "geduz")):
         return "du"
+    if low in {"förmlich", "foermlich", "formell", "höflichkeitsform", "hoeflichkeitsform"}:
+        return "sie"
+    if low in {"informell", "vertraulich"}:
+        return "du"
+    if low.startswith(("sie-", "du-")):  # "Sie-Form", "Du-Regel"
+        return low.split("-", 1)[0]
+    if low not in {"sie", "du"}:
+        return None
+    before = words[i - 1].lower() if i > 0 else ""
+    after = [w.lower() for w in words[i + 1 : i + 3]]
+    if before in _FRAME_BEFORE:  # "mit Sie", "per du", "beim Sie"
+        return low
+    if after == ["zu", "mir"] or after[:1] == ["sagen"]:
+        # "Sag (ruhig) du zu mir", only after the imperative "sag": "Was sagst du zu mir?" is
+        # a question, not a form of address.
+        j = i - 1
+        while j >= 0 and words[j].lower() in _SAY_FILLERS:
+            j -= 1
+        if j >= 0 and words[j].lower() in {"sag", "sage", "sagen"}:
+            return low
+        if after[:1] == ["sagen"] and j >= 0 and words[j].lower() in {"zu", "mir"}:
+            return low  # "zu mir Sie sagen"
     return None
+
+
+def _negated(words: list[str], i: int) -> bool:
+    """A negation in the marker's clause: up to five words before it ("Nicht mehr duzen",
+    "Ich will nicht, dass du mich duzt", "Hör auf, mich zu duzen") or three after
+    ("Sieze mich nie")."""
+    j, seen = i - 1, 0
+    while j >= 0 and seen < 6:
+        word = words[j].lower()
+        if word in _CLAUSE_STOPS:
+            break
+        if word == ",":
+            nxt = words[j + 1].lower() if j + 1 < len(words) else ""
+            prev = words[j - 1].lower() if j > 0 else ""
+            if nxt != "dass" and prev != "auf":
+                break
+        if word in _NEGATIONS or (word == "auf" and j > 0 and words[j - 1].lower() in _STOP_VERBS):
+            return True
+        j, seen = j - 1, seen + 1
+    for word in [w.lower() for w in words[i + 1 : i + 4]]:
+        if word in _CLAUSE_STOPS or word == ",":
+            break
+        if word in _NEGATIONS:
+            return True
+    return False
+
+
+_STOP_VERBS = frozenset("hör höre hoer hoere".split())
+
+
+def demanded_form(directive: str) -> str | None:
+    """ "sie" or "du" when the rule demands that form of address, else None.
+
+    Read as people say it: "Sieze mich", "Sprich mich mit Sie an", "Sag Sie zu mir", "Bitte
+    förmlich", the same for du ("Sprich mich mit du an", "Sag ruhig du zu mir"). A negated
+    form demands the other one ("Nicht mehr duzen" → "sie"); contradicting marks demand none."""
+    words = _ADDRESS_TOKEN_RE.findall(directive)
+    forms: set[str] = set()
+    for i in range(len(words)):
+        form = _form_of_word(words, i)
+        if form is None:
+            continue
+        if _negated(words, i):
+            form = "du" if form == "sie" else "sie"
+        forms.add(form)
+    return forms.pop() if len(forms) == 1 else None
 
 
 def terms_for(*, user: User) -> list[tuple[str, str]]:

@@ -66,6 +66,17 @@ def question_for(action: str, *, text: str, old_text: str = "", context: str = "
     raise ValueError(f"no question for action {action!r}")
 
 
+def _listed(texts: list[str]) -> str:
+    quoted = [_q(t) for t in texts]
+    return quoted[0] if len(quoted) == 1 else f"{', '.join(quoted[:-1])} und {quoted[-1]}"
+
+
+def delete_many_question(texts: list[str]) -> str:
+    """One question for several rules ("Lösch alle meine Regeln"): every one is named."""
+    listed = _listed(texts)
+    return f"Ich soll diese {len(texts)} Direktiven entfernen: {listed}. Soll ich das so machen?"
+
+
 def duplicate_question(*, old_text: str, text: str) -> str:
     # seed 000 §6.2: "Existiert bereits. Aktualisieren?"
     return (
@@ -163,6 +174,18 @@ def _proposal(
 
 def proposal_for_row(action: str, row: Directive, *, request_id: str, text: str = "") -> Proposal:
     return _proposal(action, row, request_id=request_id, text=text)
+
+
+def _delete_many(rows: list[Directive], *, request_id: str) -> Proposal:
+    """Delete several rules on one consent: ``directive_ids`` instead of ``directive_id``."""
+    texts = [row.text for row in rows]
+    payload = {
+        "action": "delete",
+        "request_id": request_id,
+        "directive_ids": [row.pk for row in rows],
+        "texts": texts,
+    }
+    return Proposal("delete", delete_many_question(texts), payload)
 
 
 def _choice(action: str, rows: list[Directive], *, request_id: str, text: str = "") -> Proposal:
@@ -304,6 +327,8 @@ def _validate_target(user: User, c: Classification, request_id: str, message: st
     else:
         text = ""
         description = c.suche or c.anweisung or message
+    if action == "delete" and c.target_id is None and selectors.means_all(description):
+        return _validate_delete_all(user, description, request_id)
     rows, how = _resolve(user, c, active=action != "reactivate", description=description)
     details = {"how": how, "found": len(rows), "ordinal": c.target_ordinal}
     if not rows:
@@ -330,6 +355,25 @@ def _validate_target(user: User, c: Classification, request_id: str, message: st
     )
 
 
+def _validate_delete_all(user: User, description: str, request_id: str) -> Validation:
+    """ "Lösch alle meine Regeln" (every active rule) or "alle Emoji-Regeln" (every hit): one
+    question naming each rule; "ja" deactivates them all, "nein" none."""
+    if selectors.search_terms(description) or selectors.address_object(description):
+        rows = selectors.directive_search(user=user, description=description, active=True)
+    else:
+        rows = list(selectors.directive_list(user=user, active=True))
+    details: dict[str, Any] = {"how": "alle", "found": len(rows)}
+    if not rows:
+        return _not_found("delete", **details)
+    if len(rows) == 1:
+        return Validation(
+            proposal=_proposal("delete", rows[0], request_id=request_id),
+            details={**details, "directive_id": rows[0].pk},
+        )
+    proposal = _delete_many(rows, request_id=request_id)
+    return Validation(proposal=proposal, details={**details, "directive_ids": [r.pk for r in rows]})
+
+
 def undo_plan(user: User) -> tuple[dict[str, Any] | None, str]:
     """What reverts the person's last verified change: ({deactivate, activate, ...}, sentence)."""
     latest = (
@@ -352,8 +396,27 @@ def undo_plan(user: User) -> tuple[dict[str, Any] | None, str]:
         plan.update(deactivate=[row.pk], activate=[])
         description = f"die Direktive {_q(row.text)} wieder entfernen"
     elif latest.action == "delete" and not row.active:
-        plan.update(deactivate=[], activate=[row.pk])
-        description = f"die Direktive {_q(row.text)} wiederherstellen"
+        # One request may have deleted several rules ("Lösch alle meine Regeln"): all return.
+        ids = list(
+            DirectiveStep.objects.filter(
+                user=user,
+                request_id=latest.request_id,
+                step=DirectiveStep.Step.VERIFIED,
+                action="delete",
+            )
+            .order_by("created_at", "id")
+            .values_list("directive_id", flat=True)
+        )
+        rows = [
+            r
+            for r in (selectors.directive_get(user=user, directive_id=i or 0) for i in ids)
+            if r is not None and not r.active
+        ] or [row]
+        plan.update(deactivate=[], activate=[r.pk for r in rows])
+        if len(rows) == 1:
+            description = f"die Direktive {_q(row.text)} wiederherstellen"
+        else:
+            description = f"die Direktiven {_listed([r.text for r in rows])} wiederherstellen"
     elif latest.action == "update" and row.active and row.replaces_id:
         old = selectors.directive_get(user=user, directive_id=row.replaces_id, active=False)
         if old is None:
