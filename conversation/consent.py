@@ -106,9 +106,15 @@ NON_REFUSING_WORDS: frozenset[str] = frozenset(
 # sure"; only the phrase "na sicher" consents), "bestätige" (also "confirm it [to me]").
 # "mach"/"mach's"/"machs" are the imperative of consent ("Ja, mach das"); see
 # IMPERATIVE_SUBJECTS for "mach ich das".
+# Added for issue 28 (plain consents that were asked again): "richtig", "korrekt", "exakt",
+# "stimmt" (confirming), "absolut", "definitiv", "jawoll", "klaro". None holds a refusal
+# stem; the grammar around them is unchanged, so "richtig?" (a sign), "nicht richtig" and
+# "absolut nicht" (refusal first), "korrekt wäre …" (a word that is not consent), "stimmt
+# das" (question word order) and "das ist absolut" (predicative) still never consent.
 CONSENT_WORDS: frozenset[str] = frozenset(
     "ja jawohl jap jep jup yes ok okay okey oki gerne gern meinetwegen passt klar natürlich "
-    "genau einverstanden unbedingt selbstverständlich freilich bestätigt mach mach's machs".split()
+    "genau einverstanden unbedingt selbstverständlich freilich bestätigt mach mach's machs "
+    "richtig korrekt exakt stimmt absolut definitiv jawoll klaro".split()
 )
 
 # seed 000 §3 point 3(b): fillers may stand next to consent but never make it. Articles,
@@ -130,7 +136,10 @@ FILLER_WORDS: frozenset[str] = frozenset(
     # particles that do not hesitate ("sehr" only inside the phrase "sehr gerne", below)
     "mal doch ruhig "
     # thanks and please
-    "danke dankeschön bitte".split()
+    "danke dankeschön bitte "
+    # issue 28: colloquial "jo" stands next to consent ("jo passt", "jo gerne") but, alone,
+    # stays a second question as before ("jo" may as well be a greeting or "yo")
+    "jo".split()
 )
 
 # Beyond the seed (its "Grenzen": "na klar", "gut, ja", "auf jeden Fall" cost a second
@@ -195,6 +204,14 @@ WHOLE_CONSENTS: frozenset[str] = frozenset(
         "so ist es richtig",
         "passt perfekt",
         "perfekt so",
+        # issue 28: the same with a leading yes ("so" stays no filler)
+        "ja passt so",
+        "jo passt so",
+        "ja das passt so",
+        "ja klingt gut",
+        "ja mach es so",
+        "ja mach das so",
+        "ja richtig so",
     }
 )
 
@@ -220,6 +237,8 @@ SUBJECT_WORDS: frozenset[str] = frozenset(
 CONSENT_WITH_IST: frozenset[str] = frozenset(
     {"ja", "jawohl", "jap", "jep", "jup", "yes", "ok", "okay", "okey", "oki", "in ordnung"}
     | {"gut ja"}
+    # issue 28: "das ist richtig" / "ist korrekt" keep their confirming meaning next to "ist"
+    | {"richtig", "korrekt"}
 )
 
 # Beyond the seed (its "Grenzen": "mach ich das" consented): the imperative of consent has no
