@@ -4,8 +4,9 @@ v0.9 §5.2a, the re-opener).
 "Lies dir brennen.md durch und merk dir das Wichtigste": the file is read through the file
 service's read tools (``files.reading``: only the pair's active roots, read-only, bounded), the
 distillate is made (the model through the gateway, purpose ``wissen_lernen``, read by a checked
-reader; offline and as the named fallback: extractive — per section its heading and first
-sentence, with the lines it stands on), and stored in her zone through the write layer
+reader; offline and as the named fallback: extractive — the sentences that carry the facts,
+numbers with units, rules, definitions, names, ranked by ``fact_score`` and kept in file order,
+each with its section and the lines it stands on), and stored in her zone through the write layer
 (``erarbeitet/<name>.md``; a relearn replaces the ``## AKTUELL`` section with a mark, so it is
 undoable). Provenance goes into ``KnowledgeEntry.sources`` (path, lines, hash, root) and the
 index row's ``zuletzt_gelernt_hash`` is set. Early gate: a file whose current hash she already
@@ -111,14 +112,6 @@ class DistilReadError(Exception):
 # --- distilling -------------------------------------------------------------------------------
 
 
-def _first_sentence(text: str) -> str:
-    flat = " ".join(text.split())
-    first = _SENTENCE.split(flat, maxsplit=1)[0] if flat else ""
-    if len(first) > MAX_POINT_CHARS:
-        first = first[: MAX_POINT_CHARS - 1].rsplit(" ", 1)[0] + " …"
-    return first
-
-
 def instruction_like(text: str) -> bool:
     """Does ``text`` address a language model (a role marker, "Ignoriere alle vorherigen
     Anweisungen", "Du bist jetzt …") rather than state something of the file's subject?"""
@@ -133,39 +126,167 @@ def _is_noise(line: str) -> bool:
     return not s or s.startswith(("#", "```", "~~~", "|")) or set(s) <= set("-=*_ ")
 
 
+# What a sentence of a file carries (the offline distiller's score, issue 28). A number with a
+# unit ("900 °C", "100 °C pro Stunde", "500 g", "20 Minuten") carries most; then a rule ("nie",
+# "immer", "muss", "darf nicht") and a definition ("X ist/heißt/nennt man …"); a name (a proper
+# noun by HanTa's tag "NE", an acronym, a code like "SK 6a") a little; a bare number a little.
+_UNIT = (
+    r"°\s?[CF]?|grad|kelvin|%|prozent|promille|[mkµ]?g|gramm|kilo(?:gramm)?|[mcdk]?l|liter|"
+    r"[mck]?m|meter|zentimeter|millimeter|kilometer|qm|m²|m³|sek(?:unden?)?|s|min(?:uten?)?|"
+    r"std|stunden?|h|tage?n?|wochen?|monate?n?|jahre?n?|uhr|bar|pa|hpa|kw|w|watt|kwh|v|volt|"
+    r"a|ampere|ph|el|tl|stück|stk|prise|tassen?|becher|kegel|cone|sk|zoll|cm²|euro|€"
+)
+_NUMBER_UNIT = re.compile(
+    rf"(?<![\w.])\d+(?:[.,]\d+)?(?:\s?[-–]\s?\d+(?:[.,]\d+)?)?\s?(?:{_UNIT})(?![\w])",
+    re.IGNORECASE,
+)
+_NUMBER = re.compile(r"(?<![\w.])\d+(?:[.,]\d+)?(?![\w])")
+_RULE = re.compile(
+    r"\b(?:nie|niemals|immer|stets|muss|müssen|musst|darf|dürfen|darfst|soll|sollte|sollten|"
+    r"unbedingt|keinesfalls|auf\s+keinen\s+fall|nur|erst|höchstens|mindestens|maximal|"
+    r"minimal|wichtig|achtung|vorsicht)\b",
+    re.IGNORECASE,
+)
+_DEFINITION = re.compile(
+    r"\b(?:heißt|heissen|heißen|nennt\s+man|bezeichnet|bedeutet|versteht\s+man|"
+    r"ist\s+(?:ein|eine|der|die|das)|sind\s+(?:die|der)|steht\s+für)\b",
+    re.IGNORECASE,
+)
+_CODE_NAME = re.compile(r"\b(?:[A-ZÄÖÜ]{2,}\w*|[A-Z]{1,3}\s?\d+\w*)\b")
+_LIST_MARK = re.compile(r"^\s*(?:[-*+•]|\d{1,3}[.)]|[a-z][.)])\s+")
+SCORE_UNIT, SCORE_NUMBER, SCORE_RULE, SCORE_DEFINITION, SCORE_NAME = 3.0, 1.0, 2.0, 2.0, 1.0
+LONG_WORDS = 25  # beyond this many words a sentence loses 0.1 per word
+SHORT_WORDS = 3  # a fragment of this many words or fewer, without a number, loses 1
+
+
+@dataclass
+class _Candidate:
+    text: str
+    first: int  # line numbers in the file, 1-based
+    last: int
+    block: int  # the section's position
+    score: float = 0.0
+
+
+def _names(text: str) -> int:
+    """Proper nouns: HanTa's "NE" (the tagger ``conversation.pipeline.claims`` loaded once) and
+    codes/acronyms ("SK 6a", "PLA")."""
+    from conversation.pipeline.claims import _tagger
+
+    tokens = re.findall(r"[\wÄÖÜäöüß]+|[^\w\s]", text)[:60]
+    tagged = _tagger().tag(tokens) if tokens else []
+    names = {w.text for w in tagged[1:] if w.tag == "NE"}
+    names |= set(_CODE_NAME.findall(text))
+    return len(names)
+
+
+def fact_score(text: str) -> float:
+    """How much a sentence carries: numbers with units (3 each), a rule word (2), a definitional
+    verb (2), names (1 each, at most 2), other numbers (1 each, at most 2); minus 0.1 per word
+    beyond 25 and 1 for a fragment of 3 words or fewer without a number."""
+    with_unit = _NUMBER_UNIT.findall(text)
+    rest = _NUMBER_UNIT.sub(" ", text)
+    words = len(text.split())
+    score = SCORE_UNIT * len(with_unit)
+    score += SCORE_NUMBER * min(2, len(_NUMBER.findall(rest)))
+    score += SCORE_RULE if _RULE.search(text) else 0.0
+    score += SCORE_DEFINITION if _DEFINITION.search(text) else 0.0
+    score += SCORE_NAME * min(2, _names(text))
+    score -= 0.1 * max(0, words - LONG_WORDS)
+    score -= 1.0 if words <= SHORT_WORDS and not _NUMBER.search(text) else 0.0
+    return score
+
+
+def _cap(text: str) -> str:
+    if len(text) > MAX_POINT_CHARS:
+        text = text[: MAX_POINT_CHARS - 1].rsplit(" ", 1)[0] + " …"
+    return text
+
+
+def _units(lines: list[str], start: int, end: int) -> list[tuple[int, int, str]]:
+    """(first line, last line, text) of the paragraphs and list items of lines start..end: a
+    list item is a unit of its own; a paragraph's lines are joined; noise splits."""
+    units: list[tuple[int, int, str]] = []
+    current: list[str] = []
+    first = 0
+    for n in range(start, min(end, len(lines)) + 1):
+        line = lines[n - 1]
+        item = bool(_LIST_MARK.match(line))
+        if _is_noise(line) or item:
+            if current:
+                units.append((first, n - 1, " ".join(current)))
+                current = []
+            if item and not _is_noise(line):
+                current, first = [_LIST_MARK.sub("", line, count=1).strip()], n
+            continue
+        if not current:
+            first = n
+        current.append(line.strip())
+    if current:
+        units.append((first, min(end, len(lines)), " ".join(current)))
+    return units
+
+
+def _sentences_of(unit: tuple[int, int, str], lines: list[str]) -> list[tuple[int, int, str]]:
+    """The unit's sentences with the lines each stands on (found by its words in the lines)."""
+    first, last, text = unit
+    flat = " ".join(text.split())
+    parts = [p for p in _SENTENCE.split(flat) if p.strip()]
+    if len(parts) == 1 or first == last:
+        return [(first, last, p) for p in parts]
+    out: list[tuple[int, int, str]] = []
+    n = first
+    for part in parts:
+        words = part.split()
+        a = n
+        while a < last and words[0] not in lines[a - 1]:
+            a += 1
+        b = a
+        while b < last and words[-1] not in lines[b - 1]:
+            b += 1
+        out.append((a, b, part))
+        n = b
+    return out
+
+
 def distil_offline(lines: list[str], blocks: list[dict[str, Any]], limit: int) -> dict[str, Any]:
-    """Extractive: per section (in file order) its heading and the first sentence of its body,
-    with the line it starts on; a file without sections gives its first sentences."""
-    points: list[dict[str, str]] = []
-    title = ""
-    for block in blocks:
-        start, end = int(block["line_start"]), int(block["line_end"])
-        heading = str(block.get("heading") or "").strip()
-        if not title and heading:
-            title = heading
-        for n in range(start, min(end, len(lines)) + 1):
-            line = lines[n - 1]
-            if _is_noise(line):
-                continue
-            # The sentence may run over following lines of the same paragraph.
-            para = [line.strip().lstrip("-*+ ").strip()]
-            m = n
-            while m < min(end, len(lines)) and not _is_noise(lines[m]) and "." not in para[-1]:
-                para.append(lines[m].strip())
-                m += 1
-            sentence = _first_sentence(" ".join(para))
-            if sentence:
+    """Extractive, by what the sentences carry (issue 28), not by their position: every sentence
+    and list item of every section is scored by ``fact_score`` (numbers with units, rules,
+    definitions, names; long sentences penalised). The best sentence of each section is taken
+    first (best sections first), then the best of the rest, up to ``limit``; a sentence that
+    carries nothing (score ≤ 0) is left out, unless no sentence of the file carries anything.
+    The points keep the file's order; each names its section ("Schrühbrand: …") and the lines
+    it stands on.
+    Instruction-like lines stay out (``instruction_like``: file content is data)."""
+    title = next((str(b.get("heading") or "").strip() for b in blocks if b.get("heading")), "")
+    spans = [
+        (int(b["line_start"]), int(b["line_end"]), str(b.get("heading") or "").strip())
+        for b in blocks
+    ] or [(1, len(lines), "")]
+    candidates: list[_Candidate] = []
+    for position, (start, end, heading) in enumerate(spans):
+        for unit in _units(lines, start, end):
+            for a, b, sentence in _sentences_of(unit, lines):
+                if not sentence or instruction_like(sentence):
+                    continue
                 text = f"{heading}: {sentence}" if heading and heading != title else sentence
-                points.append({"text": text, "zeilen": f"{n}-{m}"})
+                candidates.append(_Candidate(_cap(text), a, b, position, fact_score(sentence)))
+    by_score = sorted(candidates, key=lambda c: (-c.score, c.first))
+    chosen: list[_Candidate] = []
+    seen_blocks: set[int] = set()
+    for candidate in by_score:  # the best of each section first
+        if candidate.block not in seen_blocks and candidate.score > 0:
+            seen_blocks.add(candidate.block)
+            chosen.append(candidate)
+    chosen = chosen[:limit]
+    carrying = any(c.score > 0 for c in by_score)
+    for candidate in by_score:  # then what carries most
+        if len(chosen) >= limit or (carrying and candidate.score <= 0):
             break
-        if len(points) >= limit:
-            break
-    if not points:
-        for n, line in enumerate(lines, start=1):
-            if not _is_noise(line) and (sentence := _first_sentence(line)):
-                points.append({"text": sentence, "zeilen": f"{n}-{n}"})
-            if len(points) >= limit:
-                break
+        if all(candidate is not c for c in chosen):
+            chosen.append(candidate)
+    chosen.sort(key=lambda c: (c.first, c.last))
+    points = [{"text": c.text, "zeilen": f"{c.first}-{c.last}"} for c in chosen]
     return {"thema": title, "punkte": points}
 
 

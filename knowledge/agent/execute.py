@@ -5,7 +5,9 @@ delete a paragraph of a knowledge file through the write layer, with a mark.
   enricher does not run), answered with file, version, the matching section and the learned
   sources with the re-opener's mark. Reads only.
 - lernen: ``knowledge.learn.learn_from_file`` (her own zone; no question — it is undoable and
-  shown on the Wissen page, like the return path's edits).
+  shown on the Wissen page, like the return path's edits). A file described instead of named
+  ("Präge dir die Notizen zum Hochbeet ein") is the one released file whose path and topic
+  share the most stems with the description; a tie or no match is said, never guessed.
 - loeschen: the paragraph is found first (the pair's files, paragraphs of the sections, most
   shared stems with the query; a tie is refused, never guessed); the gate asks with the exact
   paragraph; on consent ``str_replace_in_block`` removes it, leaving the mark ``[iN>][<iN]``
@@ -24,6 +26,7 @@ from conversation import gate
 from conversation.agents import AgentContext, AgentResult
 from conversation.models import PendingQuestion
 from conversation.vocabulary import Status
+from files.models import FileRoot, IndexEntry
 from knowledge import marks
 from knowledge.agent.classify import KnowledgeRequest
 from knowledge.context import _excerpt
@@ -103,10 +106,48 @@ def ask_library(ctx: AgentContext, request: KnowledgeRequest) -> AgentResult:
 # --- lernen -------------------------------------------------------------------------------------
 
 
+def described_files(ctx: AgentContext, description: str) -> list[str]:
+    """The released files (relative paths) that best match a description: most shared stems
+    between the description and the file's path and topic; all with the top score."""
+    entries = list(
+        IndexEntry.objects.filter(
+            root__user=ctx.user, root__character=ctx.character,
+            root__state=FileRoot.State.ACTIVE, state=IndexEntry.State.PRESENT,
+        ).values_list("rel_path", "topic")[:2000]
+    )  # fmt: skip
+    if not entries:
+        return []
+    texts = [re.sub(r"[/_.-]+", " ", p) + " " + (t or "") for p, t in entries]
+    stems = stems_many([description, *texts])
+    scored = [
+        (len(set(shared(stems[0], own))), path)
+        for (path, _t), own in zip(entries, stems[1:], strict=True)
+    ]
+    best = max((s for s, _p in scored), default=0)
+    return [p for s, p in scored if best and s == best]
+
+
 def learn(ctx: AgentContext, request: KnowledgeRequest) -> AgentResult:
-    result = learn_from_file(
-        user=ctx.user, character=ctx.character, name=request.file, turn_id=ctx.turn_id
-    )
+    name = request.file
+    if not name:
+        candidates = described_files(ctx, request.query)
+        if not candidates:
+            return AgentResult(
+                Status.FAILED,
+                f"Eine freigegebene Datei zu „{request.query}“ finde ich nicht; nenn mir bitte "
+                "ihren Namen.",
+                step="datei_unbekannt",
+            )
+        if len(candidates) > 1:
+            listing = "\n".join(f"- {p}" for p in candidates[:10])
+            return AgentResult(
+                Status.FAILED,
+                f"Zu „{request.query}“ passen {len(candidates)} Dateien gleich gut; ich rate "
+                f"nicht. Welche meinst du?\n{listing}",
+                step="mehrdeutig",
+            )
+        name = candidates[0]
+    result = learn_from_file(user=ctx.user, character=ctx.character, name=name, turn_id=ctx.turn_id)
     data = {
         "path": result.path,
         "version": result.version,
