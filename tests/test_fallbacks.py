@@ -250,8 +250,10 @@ def test_model_down_for_the_whole_turn_asks_it_once_and_answers_offline(
     assert answer["status"] == "abgeschlossen"
     assert answer["reply"] == UNREACHABLE + OFFLINE_NO_CONTENT
     rows = logs(answer["turn_id"])
-    assert_fallback(rows["gespraechsvektor"], "nicht_erreichbar")
-    # Found down by the vector call: the later nodes do not wait for it again.
+    # Found down by the router's call (every message is put to the model, issue 28): the later
+    # nodes do not wait for it again.
+    assert_fallback(rows["router"], "nicht_erreichbar")
+    assert_fallback(rows["gespraechsvektor"], "im_turn_ausgefallen")
     assert_fallback(rows["composer"], "im_turn_ausgefallen")
     assert_fallback(rows["responder"], "im_turn_ausgefallen")
     assert rows["gedaechtnis"].outcome == "gespeichert"
@@ -311,6 +313,7 @@ def test_a_turn_without_fallback_shows_none(
     fake_llm: FakeOpenAI, api: APIClient, session: Session, user: Any
 ) -> None:
     fake_llm.set_default("Schön.")
+    fake_llm.add('{"ziel": "gespraech", "aktion": ""}', match=is_router)
     fake_llm.add(
         '{"strategie": "vertiefen", "absicht": "social", "vehikel": "frage", '
         '"impuls": "Der Nutzer fragt nach meinem Tag."}',

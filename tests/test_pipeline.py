@@ -15,7 +15,7 @@ from conversation.pipeline import run_turn
 from directives.tribunal import TribunalResult
 from files.retrieval import RetrievalResult
 from novaberg import embeddings
-from tests.chat_requests import is_composer, is_responder, is_vector
+from tests.chat_requests import is_composer, is_responder, is_router, is_vector
 from tests.factories import SessionFactory
 from tests.fakes.openai_server import FakeOpenAI
 from tests.note_agent import NoteAgent
@@ -99,6 +99,7 @@ def test_reply_streams_from_the_llm_and_every_node_logs(
     fake_llm: FakeOpenAI, session: Session, user: Any
 ) -> None:
     fake_llm.set_default("Schön, dass du da bist.")
+    fake_llm.add('{"ziel": "gespraech", "aktion": ""}', match=is_router)
     tokens: list[str] = []
     result = run_turn(
         user=user,
@@ -121,10 +122,13 @@ def test_reply_streams_from_the_llm_and_every_node_logs(
     # The fake answered the vector call with prose: unreadable, named, replaced by the rules.
     assert by_node["gespraechsvektor"].outcome == "ersatz_offline"
     assert by_node["gespraechsvektor"].details["modellschritt"] == "kein_json"
-    # Three model calls: the vector (JSON), the composer (whole), the responder (streamed).
+    # Four model calls: the router (JSON; with a model every message is put to it, issue 28),
+    # the vector (JSON), the composer (whole), the responder (streamed).
     requests = fake_llm.chat_requests()
-    assert [bool(r.get("stream")) for r in requests] == [False, False, True]
+    assert [bool(r.get("stream")) for r in requests] == [False, False, False, True]
+    assert is_router(requests[0]) and by_node["router"].details["by"] == "modell"
     assert requests[0].get("response_format") == {"type": "json_object"}
+    assert requests[1].get("response_format") == {"type": "json_object"}
     assert requests[-1]["messages"][-1] == {"role": "user", "content": "Hallo!"}
 
 
@@ -444,7 +448,8 @@ def test_confirmation_question_reaches_the_person_word_for_word(
     pending = PendingQuestion.objects.get(session=session, status="offen")
     assert result.status == "rueckfrage"
     assert result.reply == pending.question == result.question
-    assert fake_llm.chat_requests() == []  # no model may re-voice the question
+    # No model may re-voice the question: the only model call is the router's reading.
+    assert [r for r in fake_llm.chat_requests() if not is_router(r)] == []
     logs = {r.node: r.outcome for r in PipelineLog.objects.filter(turn_id=result.turn_id)}
     assert logs["responder"] == "rueckfrage_wortgleich"
     assert logs["composer"] == "uebersprungen_rueckfrage"

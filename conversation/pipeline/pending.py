@@ -31,8 +31,8 @@ from __future__ import annotations
 import re
 from enum import StrEnum
 
-from conversation import gate
-from conversation.agents import AgentContext, all_agents
+from conversation import gate, understanding
+from conversation.agents import AgentContext
 from conversation.consent import Reading, read_answer
 from conversation.models import PendingQuestion
 from conversation.pipeline.logging import node_log
@@ -59,7 +59,8 @@ def agent_context(state: TurnState) -> AgentContext:
 
 
 def is_order(text: str) -> bool:
-    return bool(text.strip()) and any(agent.detect(text) for agent in all_agents())
+    """A new order of some agent (the understanding layer, as the router reads it offline)."""
+    return bool(text.strip()) and understanding.is_order(text)
 
 
 def is_other_message(text: str) -> bool:

@@ -1,16 +1,17 @@
 """Node 2: which agent, if any, handles this message; otherwise plain conversation.
 
-First the German order patterns that each agent exposes as ``detect`` (seed 000 §10:
-imperatives with *nie, immer, ab jetzt, ab sofort*, bans with *nicht mehr, hör auf, lass das*).
-They cost no model call and serve both backends: a hit routes at once.
+Offline, the understanding layer reads the message (``conversation.understanding``: an intent
+classifier over German morphology, trained on the labelled corpus's train split, and the
+agents' own patterns for plug-ins the corpus does not know). It costs no model call.
 
-With a language model, a message the patterns let pass but that looks like it could be an order
-(a cue word, a rule word, a file word) is put to the model in one short, cheap classification
-call (JSON, ``max_tokens`` small): an order about Nova's behaviour, a files request, or
-conversation. Its answer is read by a checked reader with named failures; an unreadable or
-failed answer falls back to the patterns' verdict (conversation), logged as a named fallback
-(``ersatz_offline`` with the model's failure, ``conversation.pipeline.fallback``).
-Nothing executes on the model's word: a writing agent still asks the person.
+With a language model, the model decides (issue 28): every message is put to it in one short
+classification call (JSON, ``max_tokens`` small): an order about Nova's behaviour, a files
+request, a knowledge request, or conversation. No pattern pre-filter hides a message from it.
+Its answer is read by a checked reader with named failures; an unreadable or failed answer falls
+back to the offline reading, logged as a named fallback (``ersatz_offline`` with the model's
+failure, ``conversation.pipeline.fallback``). The offline reading is also the cross-check: a
+disagreement is logged (``abweichung``) and kept in the router's details.
+Nothing executes on either reading: a writing agent still asks the person.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from conversation.pipeline.fallback import details as fallback_details
 from conversation.pipeline.fallback import fault_of, fault_of_reading, note_down
 from conversation.pipeline.logging import node_log
 from conversation.pipeline.state import TurnState
+from conversation.understanding import understand
 from conversation.vocabulary import ModelFault
 from novaberg.llm import get_gateway
 from novaberg.parsers import loads_checked
@@ -37,17 +39,6 @@ MAX_TOKENS = 40
 MAX_TEXT = 600
 PROMPT_MARKER = "[ROUTER]"
 
-# The pre-filter of the model call: words that orders and file requests are made of. A message
-# without any of them ("Hallo", "Wie war dein Tag?") is conversation without a model call.
-_CANDIDATE_RE = re.compile(
-    r"\b(nie|niemals|immer|stets|mehr|ab\s+jetzt|ab\s+sofort|künftig|kuenftig|zukunft|"
-    r"regel\w*|direktive\w*|anweisung\w*|verbot\w*|dass\s+du|sollst|darfst|musst|bitte|"
-    r"sieze?\w*|siezt|duze?\w*|duzt|nenn\w*|antworte\w*|emoji\w*|vergiss|vergessen|lösch\w*|"
-    r"loesch\w*|änder\w*|aender\w*|zurück|zurueck|rückgängig|rueckgaengig|wieder|"
-    r"datei\w*|ordner\w*|notiz\w*|unterlage\w*|aufzeichnung\w*|dokument\w*|abschnitt\w*|"
-    r"lies|vorlesen|freigeb\w*|freigabe\w*)\b|\.\w{1,5}\b",
-    re.IGNORECASE,
-)
 # What an agent is for, when it does not say so itself (``route_description``).
 _DEFAULT_DESCRIPTIONS = {
     "directives": (
@@ -127,15 +118,9 @@ def read_route(answer: str, names: set[str]) -> RouteReading:
     return RouteReading(route, action=(action or "")[:40])
 
 
-def is_candidate(text: str) -> bool:
-    return bool(text) and bool(_CANDIDATE_RE.search(text))
-
-
 def by_patterns(text: str, agents: list[Agent]) -> str:
-    for agent in agents:
-        if agent.detect(text):
-            return agent.name
-    return CONVERSATION
+    """The offline reading's route (kept under its old name for the benchmark and plug-ins)."""
+    return understand(text, agents).route
 
 
 def by_model(text: str, agents: list[Agent]) -> RouteReading:
@@ -161,27 +146,36 @@ def route(text: str, extra: dict[str, Any] | None = None) -> tuple[str, dict[str
     """(route, details) for one message; the details say how it was decided. ``extra`` is the
     turn's scratch space: a model found down here is noted for the later nodes."""
     agents = all_agents()
-    found = by_patterns(text, agents)
-    if found != CONVERSATION:
-        return found, {"route": found, "by": "muster"}
-    if get_gateway().name == "offline" or not is_candidate(text):
-        return found, {"route": found, "by": "muster"}
+    offline = understand(text, agents)
+    if extra is not None:
+        extra["absicht"] = offline.intent
+    if get_gateway().name == "offline":
+        return offline.route, {"route": offline.route, "by": "offline", **offline.details()}
     reading = by_model(text, agents)
     if reading.route is None:
-        # DESIGN.md: an unreadable or failed model answer falls back to the offline verdict
-        # (the patterns), named as a fallback.
-        logger.warning("router: fallback to patterns (%s: %s)", reading.step, reading.reason)
+        # DESIGN.md: an unreadable or failed model answer falls back to the offline verdict,
+        # named as a fallback.
+        logger.warning("router: fallback to offline (%s: %s)", reading.step, reading.reason)
         fault = reading.fault or ModelFault.OTHER
         if extra is not None:
             note_down(extra, fault)
-        return found, {
-            "route": found,
-            "by": "rueckfall_muster",
+        return offline.route, {
+            "route": offline.route,
+            "by": "rueckfall_offline",
             "fehler": reading.step,
             "grund": reading.reason,
+            **offline.details(),
             **fallback_details(fault, step=reading.step),
         }
-    return reading.route, {"route": reading.route, "by": "modell", "aktion": reading.action}
+    details: dict[str, Any] = {"route": reading.route, "by": "modell", "aktion": reading.action}
+    if reading.route != offline.route:
+        # The cross-check: the model decides, the disagreement is named for the inspector.
+        logger.info(
+            "router: model and offline reading disagree",
+            extra={"model": reading.route, "offline": offline.route},
+        )
+        details["abweichung"] = {"offline": offline.route, "absicht": offline.intent}
+    return reading.route, details
 
 
 def run(state: TurnState) -> TurnState:

@@ -11,6 +11,7 @@ from conversation.models import PendingQuestion
 from conversation.vocabulary import QuestionKind, Status
 from directives import selectors, services
 from directives.agent import detect as patterns
+from directives.agent import offline
 from directives.agent.classify import Classification, classify
 from directives.agent.execute import execute as execute_pending
 from directives.agent.validate import UNCHANGED, Proposal, proposal_for_row, question_for, validate
@@ -39,12 +40,17 @@ def _failure_text(reason: str) -> str:
 
 class DirectivesAgent:
     name = "directives"
+    # The understanding layer's intents this agent serves (conversation.understanding).
+    intents = ("create", "read", "update", "delete", "reactivate", "undo")
     dismissed_text = DISMISSED_TEXT
 
     # -- router --------------------------------------------------------------------------------
 
     def detect(self, text: str) -> bool:
-        return patterns.detect(text)
+        # "Bitte förmlich", "Per du bitte": a form of address said without a verb.
+        return patterns.detect(text) or (
+            bool(re.search(r"[A-Za-zÄÖÜäöüß]", text)) and offline.only_address(text)
+        )
 
     # -- handle: classify → validate → ask -----------------------------------------------------
 

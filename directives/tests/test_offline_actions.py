@@ -21,8 +21,6 @@ from directives.tribunal import demanded_form, forbidden_terms
 
 pytestmark = pytest.mark.django_db
 
-ROUTING = pytest.mark.xfail(reason="routing: issue 28 router", strict=False)
-
 
 def _active(user: Any) -> set[str]:
     return set(Directive.objects.filter(user=user, active=True).values_list("text", flat=True))
@@ -72,7 +70,6 @@ CHANGES = [
         "Korrigiere die Regel über Anglizismen: auch keine Fachbegriffe.",
         "Verzichte auf Anglizismen, auch keine Fachbegriffe",
         id="anglizismen",
-        marks=ROUTING,
     ),
 ]
 
@@ -116,7 +113,6 @@ DELETES = [
         "Nenn mich nie Kumpel",
         "Die Kumpel-Regel brauchst du nicht mehr.",
         id="kumpel",
-        marks=ROUTING,
     ),
     pytest.param("Den Nutzer immer siezen", "Lösch die Regel mit Sie.", id="sie"),
     pytest.param("Sag Sie zu mir", "Lösch die Regel mit Sie.", id="sie-as-said"),
@@ -188,7 +184,7 @@ def test_undo_after_delete_all_brings_every_rule_back(
 # -- reactivations ------------------------------------------------------------------------------
 
 REACTIVATIONS = [
-    pytest.param("Die Emoji-Regel soll wieder gelten.", id="soll-wieder-gelten", marks=ROUTING),
+    pytest.param("Die Emoji-Regel soll wieder gelten.", id="soll-wieder-gelten"),
     pytest.param("Bring die Regel mit den Emojis zurück.", id="bring-zurueck"),
     pytest.param("Aktivier die gelöschte Regel wieder.", id="die-geloeschte"),
 ]
@@ -218,9 +214,9 @@ def test_a_reactivation_restores_the_deleted_rule(
 ADDRESS = [
     pytest.param("Sprich mich ab jetzt mit Sie an", "sie", id="mit-sie"),
     pytest.param("Sag Sie zu mir", "sie", id="sag-sie"),
-    pytest.param("Bitte förmlich", "sie", id="foermlich", marks=ROUTING),
+    pytest.param("Bitte förmlich", "sie", id="foermlich"),
     pytest.param("Nicht mehr duzen", "sie", id="nicht-mehr-duzen"),
-    pytest.param("Sprich mich mit du an", "du", id="mit-du", marks=ROUTING),
+    pytest.param("Sprich mich mit du an", "du", id="mit-du"),
     pytest.param("Sag ruhig du zu mir", "du", id="sag-du"),
     pytest.param("nicht mehr siezen", "du", id="nicht-mehr-siezen"),
 ]
