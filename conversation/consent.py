@@ -186,6 +186,8 @@ WHOLE_CONSENTS: frozenset[str] = frozenset(
     {
         "sicher",
         "sicher doch",
+        "ja sicher",  # issue 28: a plain consent people say; "ja sicher nicht" still refuses
+        "ja sicher doch",
         "aber sicher",
         "ganz sicher",
         "passt so",

@@ -29,7 +29,7 @@ from django.db.models.functions import Least
 from django.utils import timezone
 from pgvector.django import CosineDistance
 
-from conversation import context
+from conversation import context, understanding
 from conversation.models import Character, MemoryEntry, Session, Turn
 from conversation.pipeline.words import content_words, overlap
 
@@ -139,6 +139,10 @@ def memory_extract(
         out.skip("person", "nichts_merkenswert")
     elif text.endswith("?"):
         out.skip("person", "nur_frage")
+    elif understanding.addressed_to_nova(text):
+        # Issue 28: an order, a command to Nova or a missed order is no fact about the person
+        # ("Ich will nicht, dass du Fluchwörter benutzt" must not come back as a memory).
+        out.skip("person", "auftrag_an_nova")
     elif reason := _restates_block(text, blocks):
         out.skip("person", reason)
     elif any(overlap(text, m["text"]) >= RECALL_SHARE for m in recalled):

@@ -406,7 +406,6 @@ EXCLUDED = [
     pytest.param("ja gut", "gut", id="ja gut"),
     pytest.param("na gut", "na", id="na gut"),
     pytest.param("passt schon", "schon", id="passt schon"),
-    pytest.param("ja sicher", "sicher", id="ja sicher"),
     pytest.param("ja super", "super", id="ja super"),
     pytest.param("ok, also", "also", id="ok, also"),
 ]

@@ -16,6 +16,8 @@ EXECUTE = [
     "Sicher.",
     "sicher!",
     "Sicher doch",
+    "ja sicher",
+    "Ja sicher doch!",
     "aber sicher",
     "Ganz sicher!",
     "passt so",
@@ -36,7 +38,6 @@ NEVER = [
     "Sicher???",
     "bist du sicher",
     "sicher nicht",
-    "ja sicher",  # the table keeps this one asking again (word_not_consent:sicher)
     "sicher ist sicher",
     "nicht so sicher",
     "passt so nicht",
