@@ -80,13 +80,14 @@ def test_the_classifier_never_sees_dev_or_test() -> None:
         assert not trained_on & {row["text"] for row in bench.load(split)}
 
 
-# The figures measured when the split was first read (README "Understanding"), as floors: a
-# change that reads the frozen split worse fails here. Issue 28's targets (orders 0.95, rule
-# questions 0.95, knowledge and file requests 0.9, no chat to a writing action) are met on dev
-# but NOT yet on test offline: orders 0.88, knowledge 0.86 and one chat message; see README.
+# The figures measured on the split (README "Understanding"), as floors: a change that reads the
+# frozen split worse fails here. Issue 28's targets (orders 0.95, rule questions 0.95,
+# knowledge and file requests 0.9, no chat to a writing action) hold on dev; on test, offline,
+# orders reach 0.946, knowledge requests 0.86 and one chat message is routed to a writing
+# action (asked, never executed): the targets are not yet met there (README).
 MEASURED_FLOORS = {
-    "dev": {"orders": 0.95, "read": 0.95, "wissen": 0.9, "files": 0.75, "dateien_lesen": 0.95},
-    "test": {"orders": 0.85, "read": 0.95, "wissen": 0.85, "files": 0.9, "dateien_lesen": 0.95},
+    "dev": {"orders": 0.97, "read": 0.95, "wissen": 0.95, "files": 0.75, "dateien_lesen": 0.95},
+    "test": {"orders": 0.94, "read": 0.95, "wissen": 0.85, "files": 0.9, "dateien_lesen": 0.95},
 }
 CHAT_TO_WRITING_AT_MOST = {"dev": 0, "test": 1}
 

@@ -33,6 +33,8 @@ LEAD_WORDS = frozenset(
     "einmal mal ach so na gut außerdem ausserdem noch eins eine sache und zwar liebe lieber".split()
 )
 NOMINATIVE = frozenset("ich du er es wir ihr man".split())
+# "Es wäre schön/besser, wenn du …": an evaluation that makes a "wenn du" clause a wish.
+EVALUATIONS = frozenset("schön super toll besser nett lieb cool prima angenehm klasse".split())
 # Verbs with which the speaker tells Nova what to do ("Ich verbiete dir, …", "Ich bitte dich …").
 ASKING_VERBS = frozenset(
     "verbieten untersagen bitten erteilen auftragen befehlen anweisen auffordern ersuchen".split()
@@ -82,7 +84,7 @@ VERB_CLASSES: dict[str, frozenset[str]] = {
     "aendern": frozenset(
         "ändern abändern umändern anpassen korrigieren erweitern ergänzen ersetzen abschwächen "
         "verschärfen umformulieren umschreiben präzisieren lockern tauschen austauschen "
-        "umbenennen aktualisieren überarbeiten".split()
+        "umbenennen aktualisieren überarbeiten ausweiten ausdehnen einschränken".split()
     ),
     "loeschen": frozenset(
         "löschen streichen entfernen vergessen aufheben rausnehmen herausnehmen wegmachen "
@@ -142,6 +144,7 @@ ORDER_FORMS = frozenset(
         "form=infinitiv_auftrag",
         "form=ich_an_dich",
         "form=bitte_regel",
+        "form=wenn_du_wunsch",
     }
 )
 
@@ -429,6 +432,8 @@ def _one_off(clause: list[Word]) -> bool:
 def _infinitive_order(clause: list[Word]) -> bool:
     """ "Ab sofort bitte auf Englisch antworten", "niemals über meinen Job sprechen": the clause
     ends in an infinitive, has no finite verb and no subject."""
+    while len(clause) > 1 and clause[-1].low in LEAD_WORDS | {"ok", "okay", "gell", "danke"}:
+        clause = clause[:-1]  # "nicht mehr über die Arbeit reden bitte"
     verbs = [w for w in clause if w.tag.startswith("V")]
     if not verbs or not verbs[-1].tag.endswith("(INF)") or verbs[-1] is not clause[-1]:
         return False
@@ -561,13 +566,17 @@ def read(text: str) -> Reading:
             if verb in members:
                 bag.append(f"vk={name}")
     wished = False
+    evaluated = False
     reported = False
     ends = _sentence_ends(words)
     for n, clause in enumerate(reading.clauses):
         forms = _clause_form(clause, question)
         if "form=dass_du" in forms and wished:
             forms.append("form=dass_du_wunsch")
+        if "form=wenn_du" in forms and (wished or evaluated):
+            forms.append("form=wenn_du_wunsch")  # "Ich fände es schön, wenn du …"
         wished = wished or any(w.lemma.lower() in WISH_LEMMAS for w in clause)
+        evaluated = evaluated or any(w.lemma.lower() in EVALUATIONS for w in clause)
         if _verbless_ban(clause):
             forms.append("form=verbloses_verbot")
         if not question and _infinitive_order(clause):
@@ -591,6 +600,8 @@ def read(text: str) -> Reading:
         bag.append("form=bitte_regel")  # "Bitte immer zuerst die Antwort. Ab jetzt."
     if any(_one_off(clause) for clause in reading.clauses):
         bag.append("einmalig")
+    if any(f.startswith("zitat=") for f in bag):
+        bag.append("zitat")
     if ORDER_FORMS & set(bag):
         bag.append("auftragsform")
     reading.features = bag

@@ -4,14 +4,13 @@
 Trained once per process on first use (about 1 s: the train split is tagged with HanTa and
 fitted; ``warm_up_in_background`` starts it beside the first turn), deterministic (same split,
 same weights). The dev split chose the settings below; the test split is never read here
-(``corpus/test.json`` says so at its top; ``bench/bench_understanding.py`` and
+(its file says so at its top; ``bench/bench_routing.py`` and
 ``tests/test_understanding_figures.py`` are its only readers).
 """
 
 from __future__ import annotations
 
 import json
-import os
 import threading
 from dataclasses import dataclass
 from functools import lru_cache
@@ -22,7 +21,7 @@ from conversation.understanding.features import fold, read
 
 CORPUS_DIR = Path(__file__).resolve().parent / "corpus"
 # Settings chosen on the dev split (bench/bench_understanding.py prints the dev figures).
-C = float(os.environ.get("NOVABERG_UNDERSTANDING_C", "4.0"))
+C = 4.0
 CHAR_NGRAMS = (3, 4)
 
 
@@ -99,8 +98,6 @@ def _pattern_features(text: str) -> list[str]:
     weighs in, the classifier decides."""
     from conversation.agents import all_agents
 
-    if os.environ.get("NOVABERG_UNDERSTANDING_NO_PATTERNS"):
-        return []
     return [f"muster={agent.name}" for agent in all_agents() if agent.detect(text)]
 
 

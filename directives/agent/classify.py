@@ -60,6 +60,7 @@ FACHSPRACHE = """[FACHSPRACHE]
 | "Sag das nie mehr!" | create: 'Erwaehne nicht mehr, dass [X]' (kontext aus dem Verlauf) |
 | "Nenn mich ab jetzt Boss" | update: Anrede des Nutzers auf 'Boss' aendern (betrifft [n]) |
 | "Vergiss die Siez-Regel" | delete: Direktive 'Den Nutzer immer siezen' deaktivieren |
+| "Loesch alle meine Regeln" | delete: suche 'alle Regeln' (alle aktiven Direktiven deaktivieren) |
 | "Du darfst wieder ueber Milch reden" | delete: die Milch-Direktive deaktivieren |
 | "Stelle sie wieder her" | reactivate: eine inaktive Direktive wieder aktivieren |
 | "Welche Regeln hast du?" | read: aktive Direktiven auflisten |

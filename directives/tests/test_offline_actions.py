@@ -1,9 +1,9 @@
 """Issue 28: offline, what a person wants done to which rule, over the real chat path.
 
 Every sentence: the confirmation question names the action and the rule, "ja" changes the
-database as meant, "nein" changes nothing. Sentences the router of today does not hand to the
-directives agent are marked as expected failures of the routing (issue 28's new router), not of
-the agent; the agent's own reading of them is proven in test_rule_objects.py.
+database as meant, "nein" changes nothing. Each test also checks that the understanding layer
+routed the sentence to the directives agent; the agent's own reading of it is proven without
+routing in test_rule_objects.py.
 """
 
 from __future__ import annotations
