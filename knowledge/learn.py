@@ -171,7 +171,7 @@ class _Candidate:
 def _names(text: str) -> int:
     """Proper nouns: HanTa's "NE" (the tagger ``conversation.pipeline.claims`` loaded once) and
     codes/acronyms ("SK 6a", "PLA")."""
-    from conversation.pipeline.claims import _tagger
+    from conversation.morphology import tagger as _tagger
 
     tokens = re.findall(r"[\wÄÖÜäöüß]+|[^\w\s]", text)[:60]
     tagged = _tagger().tag(tokens) if tokens else []

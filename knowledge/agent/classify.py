@@ -116,7 +116,7 @@ class _Word:
 
 def _tag(tokens: list[str]) -> list[tuple[str, str]]:
     """(lemma, STTS tag) per token from the one shared HanTa tagger."""
-    from conversation.pipeline.claims import _tagger
+    from conversation.morphology import tagger as _tagger
 
     return [(str(w.lemma), str(w.tag)) for w in _tagger().tag(tokens)]
 
