@@ -24,7 +24,7 @@ from django.db import connection  # noqa: E402
 from django.http import HttpRequest, HttpResponseBase  # noqa: E402
 from django.http.request import split_domain_port, validate_host  # noqa: E402
 
-from conversation import reaper  # noqa: E402
+from conversation import reaper, understanding  # noqa: E402
 from conversation.routing import websocket_urlpatterns  # noqa: E402
 
 DEFAULT_PORTS = {"http": 80, "https": 443}
@@ -131,6 +131,9 @@ class ReapOnStart:
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> Any:
         if not self.done:
+            # The intent classifier (issue 28) loads beside the first requests, not in front of
+            # the first message (seconds when it has to train on a fresh machine).
+            understanding.warm_up_in_background()
             await sync_to_async(_reap_at_start, thread_sensitive=False)()
             self.done = True
         return await self.application(scope, receive, send)

@@ -21,6 +21,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from conversation.understanding import model as understanding_model
 from novaberg import embeddings, llm, llm_state
 from novaberg.api_errors import ErrorSerializer
 
@@ -145,6 +146,9 @@ class LlmStatusApi(APIView):
 def _embeddings() -> str:
     try:
         embeddings.warm_up()
+        # The intent classifier of the person's messages (issue 28) loads here too, so the
+        # first message does not wait for it (trained and cached once per machine, seconds).
+        understanding_model.model()
         return "ok"
     except Exception as exc:
         return f"nicht verfügbar: {exc}"[:200]

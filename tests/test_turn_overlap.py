@@ -26,7 +26,7 @@ from conversation.vocabulary import Status
 from directives.tribunal import TribunalResult
 from files.retrieval import RetrievalResult
 from novaberg import embeddings
-from tests.chat_requests import is_composer, is_vector
+from tests.chat_requests import is_composer, is_router, is_vector
 from tests.factories import SessionFactory, UserFactory
 from tests.fakes.openai_server import FakeOpenAI
 from tests.records import RECORD
@@ -95,6 +95,7 @@ def scripted_turn(
 ) -> tuple[list[dict[str, Any]], TurnResult]:
     """One turn of a new person; returns the chat request bodies the server got, in order."""
     fake.reset()
+    fake.add('{"ziel": "gespraech", "aktion": ""}', match=is_router)
     fake.add(VECTOR_REPLY, match=is_vector, delay_s=vector_delay_s)
     fake.add(COMPOSER_TEXT, match=is_composer)
     fake.set_default("Ihr Termin mit Herrn Brenner ist am Donnerstag um 14 Uhr.")
@@ -129,12 +130,14 @@ def test_the_overlapped_turn_sends_every_prompt_byte_for_byte_as_the_sequential_
         assert block in composer_prompt
     assert COMPOSER_TEXT in overlapped[-1]["messages"][0]["content"]
     # The exact bodies (messages, model, limits, JSON mode, stream), in the same order:
-    # vector, composer, responder.
+    # router, vector, composer, responder.
     assert [json.dumps(r, sort_keys=True) for r in overlapped] == [
         json.dumps(r, sort_keys=True) for r in in_order
     ]
-    assert [is_vector(r) for r in overlapped] == [True, False, False]
-    assert [bool(r.get("stream")) for r in overlapped] == [False, False, True]
+    # The router's reading comes first (with a model every message is put to it, issue 28).
+    assert [is_router(r) for r in overlapped] == [True, False, False, False]
+    assert [is_vector(r) for r in overlapped] == [False, True, False, False]
+    assert [bool(r.get("stream")) for r in overlapped] == [False, False, False, True]
     # Overlapped: the vector's call began before retrieval did. In order: after it ended.
     fast, slow = rows(first.turn_id), rows(second.turn_id)
     assert fast["gespraechsvektor"].started_at <= fast["enricher"].started_at
@@ -193,7 +196,8 @@ def test_stop_during_the_overlapped_call_ends_the_turn_without_waiting_for_it(
 
     assert result.status == Status.CANCELLED and result.step == STOP_PERSON
     assert result.total_ms < 3000, result.total_ms  # the 4 s answer was not waited for
-    assert [is_vector(r) for r in fake_llm.chat_requests()] == [True]  # no composer, no reply
+    # The router's reading, then the stopped vector call: no composer, no reply.
+    assert [is_vector(r) for r in fake_llm.chat_requests()] == [False, True]
     logged = rows(result.turn_id)
     assert logged["abbruch"].outcome == STOP_PERSON
     assert "composer" not in logged and "responder" not in logged

@@ -10,7 +10,12 @@ same weights). The dev split chose the settings below; the test split is never r
 
 from __future__ import annotations
 
+import hashlib
+import inspect
 import json
+import logging
+import os
+import pickle
 import threading
 from dataclasses import dataclass
 from functools import lru_cache
@@ -19,6 +24,7 @@ from typing import Any
 
 from conversation.understanding.features import fold, read
 
+logger = logging.getLogger(__name__)
 CORPUS_DIR = Path(__file__).resolve().parent / "corpus"
 # Settings chosen on the dev split (bench/bench_understanding.py prints the dev figures).
 C = 4.0
@@ -102,11 +108,74 @@ def _pattern_features(text: str) -> list[str]:
 
 
 _LOADING = threading.Lock()
+CACHE_VERSION = "1"
+
+
+def _sources(agents: list[Any]) -> list[Path]:
+    """What a trained model depends on: the corpus's train split, this package's code and the
+    code of every agent whose patterns are features (each agent's package folder)."""
+    files = [CORPUS_DIR / "train.json", *sorted(Path(__file__).resolve().parent.glob("*.py"))]
+    for agent in agents:
+        source = inspect.getsourcefile(type(agent))
+        if source:
+            files += sorted(Path(source).resolve().parent.glob("*.py"))
+    return files
+
+
+def cache_key() -> str:
+    """A digest of everything the trained model is made of: the same key, the same weights."""
+    import sklearn  # type: ignore[import-untyped]
+
+    from conversation.agents import all_agents
+
+    agents = all_agents()
+    digest = hashlib.sha256(f"{CACHE_VERSION}|{sklearn.__version__}|".encode())
+    digest.update("|".join(sorted(agent.name for agent in agents)).encode())
+    for path in dict.fromkeys(_sources(agents)):
+        digest.update(str(path.name).encode())
+        digest.update(path.read_bytes())
+    return digest.hexdigest()[:24]
+
+
+def _cache_path(key: str) -> Path:
+    from novaberg.embedded import data_dir
+
+    return data_dir() / "cache" / f"understanding-{key}.pickle"
+
+
+def _load_or_train() -> IntentModel:
+    """The trained model from this machine's cache (written by this code, in the data folder,
+    under the digest of its inputs), else trained on the train split (seconds) and cached."""
+    key = cache_key()
+    path = _cache_path(key)
+    try:
+        with path.open("rb") as handle:
+            cached = pickle.load(handle)  # noqa: S301 (our own file, keyed by its inputs)
+        if isinstance(cached, IntentModel):
+            cached._lock = threading.Lock()
+            return cached
+    except FileNotFoundError:
+        pass
+    except Exception:
+        logger.warning("understanding: cache unreadable, training again", exc_info=True)
+    trained = IntentModel(load_split("train"))
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        partial = path.with_suffix(f".{os.getpid()}.tmp")
+        lock, trained._lock = trained._lock, None  # type: ignore[assignment]
+        try:
+            partial.write_bytes(pickle.dumps(trained))
+        finally:
+            trained._lock = lock
+        partial.replace(path)
+    except OSError:
+        logger.warning("understanding: cache not written", exc_info=True)
+    return trained
 
 
 @lru_cache(maxsize=1)
 def _trained() -> IntentModel:
-    return IntentModel(load_split("train"))
+    return _load_or_train()
 
 
 def model() -> IntentModel:
@@ -115,5 +184,6 @@ def model() -> IntentModel:
 
 
 def warm_up_in_background() -> None:
+    """Load (or train) the model beside other work, not in front of a first message."""
     if _trained.cache_info().currsize == 0:
         threading.Thread(target=model, name="understanding-model", daemon=True).start()
