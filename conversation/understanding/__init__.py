@@ -41,8 +41,9 @@ class Understanding:
     intent: str  # a corpus label ("create", "read", "files", "wissen" …) or "gespraech"
     route: str  # the agent's name, or "gespraech"
     confidence: float
-    by: str  # "klassifikator" | "muster"
+    by: str  # "klassifikator" | "klassifikator_ohne_beleg" | "muster" | "leer"
     ranked: tuple[tuple[str, float], ...] = field(default_factory=tuple)
+    features: frozenset[str] = frozenset()
 
     def details(self) -> dict[str, Any]:
         return {
@@ -68,12 +69,6 @@ def agent_for(intent: str, agents: list[Agent] | None = None) -> str:
     return CONVERSATION
 
 
-# Intents that end in a write after the person's consent, and the evidence each needs besides
-# the classifier's vote: a sentence form aimed at Nova, or the object the intent is about with a
-# verb that manages it. A statement about the speaker ("Ich will nie wieder Tequila trinken"), a
-# thank-you ("Danke, dass du immer zuhörst") or an opinion about a rule ("Die Regel mit dem
-# Abstand ist sinnvoll") has neither, and stays conversation (issue 28: 0 ordinary messages to
-# a writing action).
 # Below this confidence in "conversation", an agent's own pattern may still claim the message
 # (chosen on the dev split and train cross-validation, bench/bench_routing.py).
 PATTERN_OVERRULES_BELOW = 0.7
@@ -98,8 +93,13 @@ MANAGING_WORDS = frozenset(
         "l=ausnahme",
     }
 )
+# Intents that end in a write after the person's consent, and the evidence each needs besides
+# the classifier's vote when the message has no order form (``plausible``): all of one of
+# these sets. A statement about the speaker ("Ich will nie wieder Tequila trinken"), a thank-you
+# ("Danke, dass du immer zuhörst") or an opinion about a rule ("Die Regel mit dem Abstand ist
+# sinnvoll") has none, and stays conversation (issue 28: 0 ordinary messages to a writing
+# action).
 _EVIDENCE: dict[str, tuple[frozenset[str], ...]] = {
-    # (all of one of these sets must be present) — checked after ORDER_FORMS
     "create": (
         frozenset({"form=ich_wunsch", "an_nova"}),
         frozenset({"cue", "form=du_subjekt"}),
@@ -198,13 +198,14 @@ def understand(
     agents = all_agents() if agents is None else agents
     if not text or not text.strip():
         return Understanding(CONVERSATION, CONVERSATION, 1.0, "leer")
-    trained = trained or intent_model.model()
-    known = set(trained.labels)
+    known = set((trained or intent_model.model()).labels)
     # A plug-in the corpus does not know speaks for itself, by its own patterns, first.
     for agent in agents:
         if not set(intents_of(agent)) & known and agent.detect(text):
             return Understanding(agent.name, agent.name, 1.0, "muster")
-    scores = trained.scores(text[:2000])
+    scores = (
+        trained.scores(text[:2000]) if trained is not None else intent_model.scores(text[:2000])
+    )
     label = _first_plausible(scores.ranked, scores.features)
     by = "klassifikator" if label == scores.label else "klassifikator_ohne_beleg"
     chat = dict(scores.ranked).get(CONVERSATION, 0.0)
@@ -213,12 +214,14 @@ def understand(
         # it is heard where the classifier is unsure and the message carries the evidence.
         for agent in agents:
             if agent.detect(text) and _agent_plausible(agent, scores.features):
-                return Understanding(agent.name, agent.name, 1.0, "muster", scores.ranked)
-        return Understanding(CONVERSATION, CONVERSATION, chat, by, scores.ranked)
+                return Understanding(
+                    agent.name, agent.name, 1.0, "muster", scores.ranked, scores.features
+                )
+        return Understanding(CONVERSATION, CONVERSATION, chat, by, scores.ranked, scores.features)
     route = agent_for(label, agents)
     intent = label if route != CONVERSATION else CONVERSATION
     confidence = dict(scores.ranked).get(label, 0.0)
-    return Understanding(intent, route, confidence, by, scores.ranked)
+    return Understanding(intent, route, confidence, by, scores.ranked, scores.features)
 
 
 def addressed_to_nova(text: str) -> bool:
@@ -230,13 +233,10 @@ def addressed_to_nova(text: str) -> bool:
     reading = understand(text)
     if reading.route != CONVERSATION:
         return True
-    features = intent_model.model().scores(text[:2000]).features
+    features = reading.features
     return (
         bool(features & (ORDER_FORMS - {"form=bitte_modal"}))
-        and not features
-        & {
-            "einmalig",
-        }
+        and "einmalig" not in features
         and plausible("create", features)
     )
 

@@ -21,6 +21,7 @@ from __future__ import annotations
 import re
 import unicodedata
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 from conversation import morphology
 from conversation.morphology import Word
@@ -168,41 +169,29 @@ class Reading:
         return name in self.features
 
 
-def _sentence_ends(words: list[Word]) -> list[int]:
-    """For each clause of ``_clauses``: 1 where a sentence ends after it ('.', '!', '?')."""
-    ends: list[int] = []
-    current = False
-    for word in words:
-        if word.text in _CLAUSE_END or word.tag.startswith("$"):
-            if current:
-                ends.append(1 if word.text in {".", "!", "?", "…"} else 0)
-            current = False
-        elif word.tag in {"KOUS", "KON"} and current and word.low in {"dass", "aber", "und"}:
-            ends.append(0)
-        else:
-            current = True
-    if current:
-        ends.append(1)
-    return ends
-
-
-def _clauses(words: list[Word]) -> list[list[Word]]:
+def _clauses(words: list[Word]) -> tuple[list[list[Word]], list[bool]]:
+    """The clauses of a message, and for each whether a sentence ends after it ('.', '!', '?',
+    '…', or the message's end): reported speech ends with its sentence."""
     out: list[list[Word]] = []
+    ends: list[bool] = []
     current: list[Word] = []
     for word in words:
         if word.text in _CLAUSE_END or word.tag.startswith("$"):
             if current:
                 out.append(current)
+                ends.append(word.text in {".", "!", "?", "…"})
             current = []
-            # "dass", "ob", "wenn" open a new clause too, but stay in it (their verb is last).
         elif word.tag in {"KOUS", "KON"} and current and word.low in {"dass", "aber", "und"}:
+            # "dass", "aber", "und" open a new clause and stay in it (its verb is last).
             out.append(current)
+            ends.append(False)
             current = [word]
         else:
             current.append(word)
     if current:
         out.append(current)
-    return out
+        ends.append(True)
+    return out, ends
 
 
 def _head(clause: list[Word]) -> tuple[int, Word | None]:
@@ -224,6 +213,7 @@ _FUNCTION_TAGS = frozenset(
 _ADDRESS_VERBS = {"siez": "siezen", "duz": "duzen", "ihrz": "ihrzen"}
 
 
+@lru_cache(maxsize=4096)
 def _verb_reading(word: Word) -> str:
     """The verb lemma of a clause-initial word, read out of context too: in context the tagger
     may read "Sprich" as an adverb or "Verzichte" as a noun; an unknown form is tried as an
@@ -256,6 +246,7 @@ def _verb_reading(word: Word) -> str:
 _IMPERATIVE_AUX = frozenset("sei seid seien werde werdet hab habe habt".split())
 
 
+@lru_cache(maxsize=4096)
 def can_be_imperative(word: Word) -> bool:
     """Can this clause-initial form be an imperative? "wird", "gewinnt", "kann" cannot: the
     tagger knows them, and never as an imperative."""
@@ -494,7 +485,7 @@ def _address_verbs(words: list[Word]) -> list[Word]:
 def read(text: str) -> Reading:
     words = _address_verbs(morphology.tag_text(text[:600]))
     reading = Reading(text=text, words=words)
-    reading.clauses = _clauses(words)
+    reading.clauses, ends = _clauses(words)
     low = " " + fold(" ".join(w.text for w in words)) + " "
     question = text.rstrip().endswith("?")
     bag: list[str] = []
@@ -568,8 +559,7 @@ def read(text: str) -> Reading:
     wished = False
     evaluated = False
     reported = False
-    ends = _sentence_ends(words)
-    for n, clause in enumerate(reading.clauses):
+    for n, (clause, sentence_ends) in enumerate(zip(reading.clauses, ends, strict=True)):
         forms = _clause_form(clause, question)
         if "form=dass_du" in forms and wished:
             forms.append("form=dass_du_wunsch")
@@ -590,7 +580,7 @@ def read(text: str) -> Reading:
             forms = [f.replace("form=", "zitat=") for f in forms]
         elif _reports_speech(clause, forms):
             reported = True
-        if n < len(ends) and ends[n]:
+        if sentence_ends:
             reported = False  # what someone said ends with its sentence
         bag.extend(forms)
         if n == 0:

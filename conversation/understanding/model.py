@@ -183,6 +183,20 @@ def model() -> IntentModel:
         return _trained()
 
 
+@lru_cache(maxsize=512)
+def _scores_of(text: str, agent_names: tuple[str, ...]) -> Scores:
+    return model().scores(text)
+
+
+def scores(text: str) -> Scores:
+    """The trained model's scores for ``text``, read once per message: a turn asks for them in
+    the router, the pending node, the directives agent and the memory write. The agents' names
+    are part of the key, since their patterns are features."""
+    from conversation.agents import all_agents
+
+    return _scores_of(text, tuple(agent.name for agent in all_agents()))
+
+
 def warm_up_in_background() -> None:
     """Load (or train) the model beside other work, not in front of a first message."""
     if _trained.cache_info().currsize == 0:
