@@ -82,15 +82,16 @@ _SAFETY_RE = re.compile(
 
 
 # A rule amended with more of the same ("Nutzer nicht Schatz nennen, auch nicht Hase"): the
-# main rule and its additions, each read on its own.
-_ADDITION_WORDS = r"(?:auch|außerdem|ausserdem|zusätzlich|zusaetzlich|ebenso|genauso|sowie)"
+# main rule and its additions, each read on its own. (The change reader,
+# directives/agent/offline.py, knows an addition by the same words.)
+ADDITION_WORDS = r"(?:auch|außerdem|ausserdem|zusätzlich|zusaetzlich|ebenso|genauso|sowie)"
 _ADDITION_SPLIT_RE = re.compile(
-    rf"\s*[,;–]\s*(?:und\s+|aber\s+)?(?={_ADDITION_WORDS}\b)"
-    rf"|\s+-\s+(?={_ADDITION_WORDS}\b)|\s+und\s+(?={_ADDITION_WORDS}\b)",
+    rf"\s*[,;–]\s*(?:und\s+|aber\s+)?(?={ADDITION_WORDS}\b)"
+    rf"|\s+-\s+(?={ADDITION_WORDS}\b)|\s+und\s+(?={ADDITION_WORDS}\b)",
     re.IGNORECASE,
 )
 _ADDITION_LEAD_RE = re.compile(
-    rf"^(?:(?:{_ADDITION_WORDS}|und|oder|bitte|nicht|nie|niemals|kein\w*|mehr|wieder|von|vom|"
+    rf"^(?:(?:{ADDITION_WORDS}|und|oder|bitte|nicht|nie|niemals|kein\w*|mehr|wieder|von|vom|"
     r"über|ueber|das\s+wort|die\s+wörter|die\s+woerter|mich)\s+)+",
     re.IGNORECASE,
 )

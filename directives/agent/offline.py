@@ -286,9 +286,7 @@ _ALLOWED_TAIL_RE = re.compile(
     r"(?:\s+sollen)?$",
     re.IGNORECASE,
 )
-_ADDITION_RE = re.compile(
-    r"^(auch|und|außerdem|ausserdem|zusätzlich|zusaetzlich|ebenso|genauso|sowie)\b", re.IGNORECASE
-)
+_ADDITION_RE = re.compile(rf"^(?:und|{tribunal.ADDITION_WORDS})\b", re.IGNORECASE)
 
 
 def _new_part(text: str, after: int) -> str:
@@ -416,10 +414,16 @@ def _answer_for(action: str, text: str, hints: dict[str, Any]) -> dict[str, Any]
         return {"target_id": None, "kontext": None, **_update(text, hints)}
     if action in {"delete", "reactivate"}:
         return {"target_id": None, "kontext": None, **_target_answer(action, text, hints, quoted)}
+    return _create_answer(text, hints)
+
+
+def _create_answer(text: str, hints: dict[str, Any]) -> dict[str, Any]:
+    """A new rule, distilled; a new form of address replaces the old one, as a new name does
+    (seed 000 §4.2)."""
     rule = _distil(text)
-    history = list(hints.get("history") or [])
     if (other := _other_address_rule(rule, hints)) is not None:
         return {"action": "update", "target_id": other, "anweisung": rule, "kontext": None}
+    history = list(hints.get("history") or [])
     return {
         "action": "create",
         "target_id": None,
@@ -430,7 +434,7 @@ def _answer_for(action: str, text: str, hints: dict[str, Any]) -> dict[str, Any]
 
 def classify_offline(messages: list[dict[str, str]], hints: dict[str, Any]) -> str:
     text = str(hints.get("text") or "")
-    own: dict[str, Any] = json.loads(_classify_by_patterns(hints))
+    own = _classify_by_patterns(hints)
     action = _understood_action(text)
     if action is None or action == own.get("action"):
         return json.dumps(own, ensure_ascii=False)
@@ -440,9 +444,8 @@ def classify_offline(messages: list[dict[str, str]], hints: dict[str, Any]) -> s
     return json.dumps(_answer_for(action, text, hints), ensure_ascii=False)
 
 
-def _classify_by_patterns(hints: dict[str, Any]) -> str:
+def _classify_by_patterns(hints: dict[str, Any]) -> dict[str, Any]:
     text = str(hints.get("text") or "")
-    history = list(hints.get("history") or [])
     answer: dict[str, Any] = {"action": "create", "target_id": None, "kontext": None}
     quoted = [q.strip() for q in _QUOTED_RE.findall(text)]
     names_rule = bool(_RULE_NOUN_RE.search(text))
@@ -467,13 +470,8 @@ def _classify_by_patterns(hints: dict[str, Any]) -> str:
     elif _COMPLIMENT_RE.search(text) or (text.rstrip().endswith("?") and not detect.detect(text)):
         answer.update(action="rejected", grund="kein Auftrag, sondern eine Bemerkung oder Frage")
     else:
-        rule = _distil(text)
-        answer["anweisung"] = rule
-        answer["kontext"] = implicit_context(rule, text, history)
-        if (other := _other_address_rule(rule, hints)) is not None:
-            # A new form of address replaces the old one, as a new name does (seed 000 §4.2).
-            answer.update(action="update", target_id=other, kontext=None)
-    return json.dumps(answer, ensure_ascii=False)
+        answer.update(_create_answer(text, hints))
+    return answer
 
 
 def implicit_context(rule: str, text: str, history: list[dict[str, str]]) -> str | None:
