@@ -433,6 +433,61 @@ def directive_deactivate(
     )
 
 
+class _Rollback(Exception):
+    def __init__(self, outcome: WriteOutcome) -> None:
+        super().__init__(outcome.reason)
+        self.outcome = outcome
+
+
+def directive_deactivate_many(
+    *,
+    user: User,
+    directive_ids: list[int],
+    source: str = "chat",
+    request_id: str | None = None,
+    pending_id: int | None = None,
+) -> WriteOutcome:
+    """ "Lösch alle meine Regeln": every rule through the one delete path (its audit steps and
+    its read-back), all of them or none. The steps carry the question's ``pending_id`` once all
+    are written, so a repeated answer finds them and writes nothing twice."""
+    done = DirectiveStep.objects.filter(
+        user=user, pending_id=pending_id, step=DirectiveStep.Step.VERIFIED
+    )
+    if pending_id is not None and done.exists():
+        return WriteOutcome(True, "schon_ausgefuehrt", touched=directive_ids)
+    if not directive_ids:
+        return WriteOutcome(False, "keine_zeile", "Es gab keine Direktive zu entfernen.")
+    request_id = str(request_id or new_request_id())
+    try:
+        with transaction.atomic():
+            last = None
+            for directive_id in directive_ids:
+                outcome = directive_deactivate(
+                    user=user, directive_id=directive_id, source=source, request_id=request_id
+                )
+                if not outcome.ok:
+                    raise _Rollback(outcome)
+                last = outcome.directive
+            DirectiveStep.objects.filter(
+                user=user,
+                request_id=request_id,
+                pending_id__isnull=True,
+                step__in=[DirectiveStep.Step.EXECUTED, DirectiveStep.Step.VERIFIED],
+            ).update(pending_id=pending_id)
+    except _Rollback as exc:
+        step_record(
+            user=user,
+            request_id=request_id,
+            step=DirectiveStep.Step.FAILED,
+            action="delete",
+            outcome=exc.outcome.step,
+            pending_id=pending_id,
+            details={"reason": exc.outcome.reason, "directive_ids": directive_ids},
+        )
+        return WriteOutcome(False, exc.outcome.step, exc.outcome.reason)
+    return WriteOutcome(True, "verifiziert", directive=last, touched=directive_ids)
+
+
 @transaction.atomic
 def directive_reactivate(
     *,

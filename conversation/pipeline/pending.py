@@ -151,8 +151,7 @@ def order_after_refusal(text: str) -> str | None:
 def is_refusal_idiom(text: str) -> bool:
     """Every word of ``text`` belongs to a refusal idiom ("Hör auf damit", "war nur ein
     Scherz"): never a new order, whatever an agent's pattern sees in it."""
-    words = _WORD_RE.findall(text)
-    return bool(words) and all(_is_idiom_clause(word) for word in words)
+    return _is_idiom_clause(text)
 
 
 def is_new_order_not_refusal(text: str) -> bool:

@@ -9,8 +9,6 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from django.db import transaction
-
 from conversation.agents import AgentContext, AgentResult
 from conversation.models import PendingQuestion
 from conversation.vocabulary import Status
@@ -55,7 +53,9 @@ def _write(ctx: AgentContext, payload: dict[str, Any], pending_id: int) -> servi
             directive_id=int(payload["directive_id"]), text=str(payload.get("text", "")), **common
         )
     if action == "delete" and "directive_ids" in payload:
-        return _deactivate_many(ctx, [int(i) for i in payload["directive_ids"]], common)
+        return services.directive_deactivate_many(
+            directive_ids=[int(i) for i in payload["directive_ids"]], **common
+        )
     if action == "delete":
         return services.directive_deactivate(directive_id=int(payload["directive_id"]), **common)
     if action == "reactivate":
@@ -67,56 +67,6 @@ def _write(ctx: AgentContext, payload: dict[str, Any], pending_id: int) -> servi
             **common,
         )
     return services.WriteOutcome(False, "aktion_unbekannt", f"unbekannte Aktion {action!r}")
-
-
-class _Rollback(Exception):
-    def __init__(self, outcome: services.WriteOutcome) -> None:
-        super().__init__(outcome.reason)
-        self.outcome = outcome
-
-
-def _deactivate_many(
-    ctx: AgentContext, ids: list[int], common: dict[str, Any]
-) -> services.WriteOutcome:
-    """ "Lösch alle meine Regeln": every rule through the one delete path (its audit steps and
-    its read-back), all of them or none. The steps carry the question's ``pending_id`` once all
-    are written, so a repeated answer finds them and writes nothing twice."""
-    pending_id = common["pending_id"]
-    done = DirectiveStep.objects.filter(
-        user=ctx.user, pending_id=pending_id, step=DirectiveStep.Step.VERIFIED
-    )
-    if done.exists():
-        return services.WriteOutcome(True, "schon_ausgefuehrt", touched=ids)
-    if not ids:
-        return services.WriteOutcome(False, "keine_zeile", "Es gab keine Direktive zu entfernen.")
-    request_id = str(common["request_id"] or services.new_request_id())
-    each = {**common, "pending_id": None, "request_id": request_id}
-    try:
-        with transaction.atomic():
-            last = None
-            for directive_id in ids:
-                outcome = services.directive_deactivate(directive_id=directive_id, **each)
-                if not outcome.ok:
-                    raise _Rollback(outcome)
-                last = outcome.directive
-            DirectiveStep.objects.filter(
-                user=ctx.user,
-                request_id=request_id,
-                pending_id__isnull=True,
-                step__in=[DirectiveStep.Step.EXECUTED, DirectiveStep.Step.VERIFIED],
-            ).update(pending_id=pending_id)
-    except _Rollback as exc:
-        services.step_record(
-            user=ctx.user,
-            request_id=request_id,
-            step=DirectiveStep.Step.FAILED,
-            action="delete",
-            outcome=exc.outcome.step,
-            pending_id=pending_id,
-            details={"reason": exc.outcome.reason, "directive_ids": ids},
-        )
-        return services.WriteOutcome(False, exc.outcome.step, exc.outcome.reason)
-    return services.WriteOutcome(True, "verifiziert", directive=last, touched=ids)
 
 
 def execute(ctx: AgentContext, pending: PendingQuestion) -> AgentResult:
